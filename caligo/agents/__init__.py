@@ -1,0 +1,1 @@
+"""Caligo agents layer (see DESIGN.md for the layering)."""

@@ -1,0 +1,1 @@
+"""Caligo core layer (see DESIGN.md for the layering)."""

@@ -1,0 +1,1 @@
+"""Caligo experiments layer (see DESIGN.md for the layering)."""

@@ -1,0 +1,1 @@
+"""Caligo fow layer (see DESIGN.md for the layering)."""

@@ -1,0 +1,1 @@
+"""Caligo play layer (see DESIGN.md for the layering)."""

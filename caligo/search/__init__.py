@@ -1,0 +1,1 @@
+"""Caligo search layer (see DESIGN.md for the layering)."""

@@ -1,0 +1,1 @@
+"""Caligo subgame layer (see DESIGN.md for the layering)."""

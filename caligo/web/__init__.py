@@ -1,0 +1,1 @@
+"""Caligo web layer (see DESIGN.md for the layering)."""
