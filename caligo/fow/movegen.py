@@ -1,0 +1,414 @@
+"""FoW chess move generation (pseudo-legal, chess.com rules) and perft kernels, in numba.
+
+FoW moves are the pseudo-legal chess moves: moving into or staying in check is legal, capturing
+the king is an ordinary capture (it ends the game), castling needs only the right and empty squares
+between king and rook (castling out of, through and into check is legal), en passant, and
+promotion to N, B, R, Q. Layout of positions and moves: see `position.py`.
+
+One generator serves FoW and standard chess: the legality filter used to check the published
+perft counts (`perft_legal`) is a small hook on top of `gen_moves` (Stockfish-style
+"pseudo-legal first"), not a second generator.
+
+Kernels (`@njit(cache=True, nogil=True)`): arrays and scalars in, counts out, never raise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from caligo.fow.bitboard import (
+    FILE_A,
+    FILE_H,
+    KING_ATTACKS,
+    KNIGHT_ATTACKS,
+    PAWN_ATTACKS,
+    RANK_1,
+    RANK_3,
+    RANK_6,
+    RANK_8,
+    U0,
+    U1,
+    bishop_attacks,
+    lsb,
+    popcount,
+    rook_attacks,
+)
+from caligo.fow.position import (
+    BISHOP,
+    KIND_CASTLING,
+    KIND_EN_PASSANT,
+    KIND_PROMOTION,
+    KING,
+    KNIGHT,
+    NO_EP,
+    PAWN,
+    POS_WORDS,
+    QUEEN,
+    ROOK,
+    UNDO_WORDS,
+    W_CASTLE,
+    W_EP,
+    W_STM,
+    WHITE,
+    king_captured,
+    make_move,
+    square_attacked,
+    unmake_move,
+)
+
+MAX_MOVES = 256
+"""Size of a move buffer; gen_moves never writes past the buffer it is given."""
+
+_NOT_A = ~FILE_A
+_NOT_H = ~FILE_H
+_U7 = np.uint64(7)
+_U8 = np.uint64(8)
+_U9 = np.uint64(9)
+_U16 = np.uint64(16)
+# squares that must be empty for castling: white O-O f1 g1, O-O-O b1 c1 d1; black likewise
+_WK_EMPTY = np.uint64((1 << 5) | (1 << 6))
+_WQ_EMPTY = np.uint64((1 << 1) | (1 << 2) | (1 << 3))
+_BK_EMPTY = _WK_EMPTY << np.uint64(56)
+_BQ_EMPTY = _WQ_EMPTY << np.uint64(56)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _push(out: np.ndarray, n: int, frm: int, to: int, kind: int, promo: int) -> int:
+    if n < out.shape[0]:
+        out[n] = np.uint16(frm | (to << 6) | (promo << 12) | (kind << 14))
+    return n + 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _push_targets(out: np.ndarray, n: int, frm: int, targets: np.uint64) -> int:
+    while targets:
+        to = lsb(targets)
+        n = _push(out, n, frm, to, 0, 0)
+        targets &= targets - U1
+    return n
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _push_pawn_targets(
+    out: np.ndarray, n: int, targets: np.uint64, delta: int, promo_rank: np.uint64
+) -> int:
+    """Add pawn moves to `targets` from `to - delta`; moves onto promo_rank become 4 promotions."""
+    plain = targets & ~promo_rank
+    while plain:
+        to = lsb(plain)
+        n = _push(out, n, to - delta, to, 0, 0)
+        plain &= plain - U1
+    prom = targets & promo_rank
+    while prom:
+        to = lsb(prom)
+        for p in range(3, -1, -1):
+            n = _push(out, n, to - delta, to, KIND_PROMOTION, p)
+        prom &= prom - U1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def gen_moves(pos: np.ndarray, out: np.ndarray) -> int:
+    """Write the FoW moves of the side to move into `out`; return how many there are.
+
+    pos uint64 (16,); out uint16 (MAX_MOVES,) or any length. If the count exceeds len(out), only
+    the first len(out) moves are written (no position reachable in play comes near 256).
+    Positions where a king is missing still get their moves; callers stop at king capture.
+    """
+    us = int(pos[W_STM])
+    them = 1 - us
+    ub = us * 6
+    tb = them * 6
+    own = pos[ub] | pos[ub + 1] | pos[ub + 2] | pos[ub + 3] | pos[ub + 4] | pos[ub + 5]
+    opp = pos[tb] | pos[tb + 1] | pos[tb + 2] | pos[tb + 3] | pos[tb + 4] | pos[tb + 5]
+    occ = own | opp
+    empty = ~occ
+    not_own = ~own
+    n = 0
+    pawns = pos[ub + PAWN]
+    if us == WHITE:
+        single = (pawns << _U8) & empty
+        double = ((single & RANK_3) << _U8) & empty
+        cap_w = ((pawns & _NOT_A) << _U7) & opp
+        cap_e = ((pawns & _NOT_H) << _U9) & opp
+        n = _push_pawn_targets(out, n, single, 8, RANK_8)
+        n = _push_pawn_targets(out, n, double, 16, RANK_8)
+        n = _push_pawn_targets(out, n, cap_w, 7, RANK_8)
+        n = _push_pawn_targets(out, n, cap_e, 9, RANK_8)
+    else:
+        single = (pawns >> _U8) & empty
+        double = ((single & RANK_6) >> _U8) & empty
+        cap_w = ((pawns & _NOT_A) >> _U9) & opp
+        cap_e = ((pawns & _NOT_H) >> _U7) & opp
+        n = _push_pawn_targets(out, n, single, -8, RANK_1)
+        n = _push_pawn_targets(out, n, double, -16, RANK_1)
+        n = _push_pawn_targets(out, n, cap_w, -9, RANK_1)
+        n = _push_pawn_targets(out, n, cap_e, -7, RANK_1)
+    ep = int(pos[W_EP])
+    if ep < NO_EP:
+        att = PAWN_ATTACKS[them, ep] & pawns
+        while att:
+            frm = lsb(att)
+            n = _push(out, n, frm, ep, KIND_EN_PASSANT, 0)
+            att &= att - U1
+    bb = pos[ub + KNIGHT]
+    while bb:
+        sq = lsb(bb)
+        n = _push_targets(out, n, sq, KNIGHT_ATTACKS[sq] & not_own)
+        bb &= bb - U1
+    bb = pos[ub + BISHOP] | pos[ub + QUEEN]
+    while bb:
+        sq = lsb(bb)
+        n = _push_targets(out, n, sq, bishop_attacks(sq, occ) & not_own)
+        bb &= bb - U1
+    bb = pos[ub + ROOK] | pos[ub + QUEEN]
+    while bb:
+        sq = lsb(bb)
+        n = _push_targets(out, n, sq, rook_attacks(sq, occ) & not_own)
+        bb &= bb - U1
+    bb = pos[ub + KING]
+    while bb:
+        sq = lsb(bb)
+        n = _push_targets(out, n, sq, KING_ATTACKS[sq] & not_own)
+        bb &= bb - U1
+    cr = pos[W_CASTLE]
+    if us == WHITE:
+        if (cr & U1) and not (occ & _WK_EMPTY):
+            n = _push(out, n, 4, 6, KIND_CASTLING, 0)
+        if (cr & np.uint64(2)) and not (occ & _WQ_EMPTY):
+            n = _push(out, n, 4, 2, KIND_CASTLING, 0)
+    else:
+        if (cr & np.uint64(4)) and not (occ & _BK_EMPTY):
+            n = _push(out, n, 60, 62, KIND_CASTLING, 0)
+        if (cr & np.uint64(8)) and not (occ & _BQ_EMPTY):
+            n = _push(out, n, 60, 58, KIND_CASTLING, 0)
+    return n
+
+
+@njit(cache=True, nogil=True)
+def count_moves(pos: np.ndarray) -> int:
+    """Return the number of FoW moves of the side to move without listing them (bulk count).
+
+    Equals `gen_moves(pos, buf)`; pos uint64 (16,).
+    """
+    us = int(pos[W_STM])
+    them = 1 - us
+    ub = us * 6
+    tb = them * 6
+    own = pos[ub] | pos[ub + 1] | pos[ub + 2] | pos[ub + 3] | pos[ub + 4] | pos[ub + 5]
+    opp = pos[tb] | pos[tb + 1] | pos[tb + 2] | pos[tb + 3] | pos[tb + 4] | pos[tb + 5]
+    occ = own | opp
+    empty = ~occ
+    not_own = ~own
+    pawns = pos[ub + PAWN]
+    if us == WHITE:
+        single = (pawns << _U8) & empty
+        double = ((single & RANK_3) << _U8) & empty
+        cap_w = ((pawns & _NOT_A) << _U7) & opp
+        cap_e = ((pawns & _NOT_H) << _U9) & opp
+        prom = RANK_8
+    else:
+        single = (pawns >> _U8) & empty
+        double = ((single & RANK_6) >> _U8) & empty
+        cap_w = ((pawns & _NOT_A) >> _U9) & opp
+        cap_e = ((pawns & _NOT_H) >> _U7) & opp
+        prom = RANK_1
+    n = popcount(double)
+    n += popcount(single & ~prom) + 4 * popcount(single & prom)
+    n += popcount(cap_w & ~prom) + 4 * popcount(cap_w & prom)
+    n += popcount(cap_e & ~prom) + 4 * popcount(cap_e & prom)
+    ep = int(pos[W_EP])
+    if ep < NO_EP:
+        n += popcount(PAWN_ATTACKS[them, ep] & pawns)
+    bb = pos[ub + KNIGHT]
+    while bb:
+        n += popcount(KNIGHT_ATTACKS[lsb(bb)] & not_own)
+        bb &= bb - U1
+    bb = pos[ub + BISHOP] | pos[ub + QUEEN]
+    while bb:
+        n += popcount(bishop_attacks(lsb(bb), occ) & not_own)
+        bb &= bb - U1
+    bb = pos[ub + ROOK] | pos[ub + QUEEN]
+    while bb:
+        n += popcount(rook_attacks(lsb(bb), occ) & not_own)
+        bb &= bb - U1
+    bb = pos[ub + KING]
+    while bb:
+        n += popcount(KING_ATTACKS[lsb(bb)] & not_own)
+        bb &= bb - U1
+    cr = pos[W_CASTLE]
+    if us == WHITE:
+        if (cr & U1) and not (occ & _WK_EMPTY):
+            n += 1
+        if (cr & np.uint64(2)) and not (occ & _WQ_EMPTY):
+            n += 1
+    else:
+        if (cr & np.uint64(4)) and not (occ & _BK_EMPTY):
+            n += 1
+        if (cr & np.uint64(8)) and not (occ & _BQ_EMPTY):
+            n += 1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def is_legal_chess(pos: np.ndarray, move: int, after: np.ndarray) -> bool:
+    """Return True if a FoW move is legal in standard chess (the perft legality hook).
+
+    pos uint64 (16,) before the move; after uint64 (16,) the position after it. A move is
+    illegal if it leaves the mover's king attacked; castling also must not start from or pass
+    over an attacked square.
+    """
+    us = int(pos[W_STM])
+    them = 1 - us
+    if ((int(move) >> 14) & 3) == KIND_CASTLING:
+        frm = int(move) & 63
+        to = (int(move) >> 6) & 63
+        if square_attacked(pos, frm, them) or square_attacked(pos, (frm + to) >> 1, them):
+            return False
+    king = after[us * 6 + KING]
+    if king == U0:
+        return True
+    return not square_attacked(after, lsb(king), them)
+
+
+@njit(cache=True, nogil=True)
+def _perft_rec(stack: np.ndarray, moves: np.ndarray, ply: int, depth: int) -> np.int64:
+    pos = stack[ply]
+    if king_captured(pos):
+        return np.int64(0)
+    if depth == 1:
+        return np.int64(count_moves(pos))
+    buf = moves[ply]
+    n = gen_moves(pos, buf)
+    total = np.int64(0)
+    child = stack[ply + 1]
+    undo = np.empty(UNDO_WORDS, dtype=np.uint64)
+    for i in range(min(n, buf.shape[0])):
+        for w in range(POS_WORDS):
+            child[w] = pos[w]
+        make_move(child, buf[i], undo)
+        total += _perft_rec(stack, moves, ply + 1, depth - 1)
+    return total
+
+
+@njit(cache=True, nogil=True)
+def perft(pos: np.ndarray, depth: int) -> np.int64:
+    """Return the FoW perft count (leaves at `depth`), bulk-counting the last ply.
+
+    A position with a captured king is terminal: it has no children. pos uint64 (16,).
+    """
+    if depth <= 0:
+        return np.int64(1)
+    stack = np.empty((depth + 1, POS_WORDS), dtype=np.uint64)
+    moves = np.empty((depth + 1, MAX_MOVES), dtype=np.uint16)
+    for w in range(POS_WORDS):
+        stack[0, w] = pos[w]
+    return _perft_rec(stack, moves, 0, depth)
+
+
+@njit(cache=True, nogil=True)
+def _perft_make_rec(
+    pos: np.ndarray, moves: np.ndarray, undos: np.ndarray, ply: int, depth: int
+) -> np.int64:
+    if depth == 0:
+        return np.int64(1)
+    if king_captured(pos):
+        return np.int64(0)
+    buf = moves[ply]
+    undo = undos[ply]
+    n = gen_moves(pos, buf)
+    total = np.int64(0)
+    for i in range(min(n, buf.shape[0])):
+        make_move(pos, buf[i], undo)
+        total += _perft_make_rec(pos, moves, undos, ply + 1, depth - 1)
+        unmake_move(pos, buf[i], undo)
+    return total
+
+
+@njit(cache=True, nogil=True)
+def perft_make(pos: np.ndarray, depth: int) -> np.int64:
+    """Return the FoW perft count, making and unmaking every move including the leaf moves.
+
+    pos uint64 (16,) is used in place and restored.
+    """
+    moves = np.empty((depth + 1, MAX_MOVES), dtype=np.uint16)
+    undos = np.empty((depth + 1, UNDO_WORDS), dtype=np.uint64)
+    return _perft_make_rec(pos, moves, undos, 0, depth)
+
+
+@njit(cache=True, nogil=True)
+def _perft_legal_rec(stack: np.ndarray, moves: np.ndarray, ply: int, depth: int) -> np.int64:
+    pos = stack[ply]
+    buf = moves[ply]
+    n = gen_moves(pos, buf)
+    total = np.int64(0)
+    child = stack[ply + 1]
+    undo = np.empty(UNDO_WORDS, dtype=np.uint64)
+    for i in range(min(n, buf.shape[0])):
+        for w in range(POS_WORDS):
+            child[w] = pos[w]
+        make_move(child, buf[i], undo)
+        if not is_legal_chess(pos, buf[i], child):
+            continue
+        if depth == 1:
+            total += 1
+        else:
+            total += _perft_legal_rec(stack, moves, ply + 1, depth - 1)
+    return total
+
+
+@njit(cache=True, nogil=True)
+def perft_legal(pos: np.ndarray, depth: int) -> np.int64:
+    """Return the standard-chess perft count: FoW moves filtered by `is_legal_chess`.
+
+    Used to check the generator against published perft counts. pos uint64 (16,).
+    """
+    if depth <= 0:
+        return np.int64(1)
+    stack = np.empty((depth + 1, POS_WORDS), dtype=np.uint64)
+    moves = np.empty((depth + 1, MAX_MOVES), dtype=np.uint16)
+    for w in range(POS_WORDS):
+        stack[0, w] = pos[w]
+    return _perft_legal_rec(stack, moves, 0, depth)
+
+
+# --- pure-Python boundary --------------------------------------------------------------------
+
+
+def legal_moves(pos: np.ndarray) -> list[int]:
+    """Return the FoW moves of the side to move as ints; [] once a king has been captured."""
+    if king_captured(pos):
+        return []
+    buf = np.empty(1024, dtype=np.uint16)
+    n = int(gen_moves(pos, buf))
+    return [int(m) for m in buf[: min(n, buf.size)]]
+
+
+def divide(pos: np.ndarray, depth: int, legal: bool = False) -> dict[int, int]:
+    """Return {move: perft(child, depth - 1)} for each move of `pos` (FoW or standard chess)."""
+    out: dict[int, int] = {}
+    child = np.empty(POS_WORDS, dtype=np.uint64)
+    for m in legal_moves(pos):
+        child[:] = pos
+        make_move(child, m, np.empty(UNDO_WORDS, dtype=np.uint64))
+        if legal:
+            if not is_legal_chess(pos, m, child):
+                continue
+            out[m] = int(perft_legal(child, depth - 1))
+        else:
+            out[m] = int(perft(child, depth - 1))
+    return out
+
+
+__all__ = [
+    "MAX_MOVES",
+    "count_moves",
+    "divide",
+    "gen_moves",
+    "is_legal_chess",
+    "legal_moves",
+    "perft",
+    "perft_legal",
+    "perft_make",
+]
