@@ -1,0 +1,170 @@
+"""Exact equilibria by sequence-form linear programming (HiGHS), seed 004 chapter E.
+
+Player 0's LP (the dual of the responder's best-response LP min_y {x^T A y : F y = f, y >= 0}):
+
+    maximize f^T q   over x >= 0, q free
+    subject to  F^T q - A^T x <= 0,   E x = e,   optional floors below.
+
+Player 1's LP is symmetric. The optimum f^T q is the game value for player 0.
+
+Floors (the epsilon-constrained LP of seed 000 section 7): `floor[slot]` asks
+x(Ia) >= floor(Ia) * x(parent(I)), i.e. a behavioral probability of at least floor at every
+infoset the player reaches. `epsilon_floors` builds the usual epsilon/|A(I)| floor, with a set of
+exempt infosets (the subgame root in Table 1's protocol) and an optional action filter (the
+epsilon-bet and epsilon-fold variants). Extra payoff matrices B (gadgets) add to A.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import linprog
+
+from caligo.core.sequence_form import sequence_form
+from caligo.core.strategy import behavioral_from_realization, uniform_strategy
+from caligo.core.tree import FloatArray, GameTree
+
+_HIGHS_OPTIONS = {
+    "primal_feasibility_tolerance": 1e-10,
+    "dual_feasibility_tolerance": 1e-10,
+    "presolve": True,
+}
+
+
+class LPError(RuntimeError):
+    """HiGHS did not return an optimal solution."""
+
+
+@dataclass(frozen=True)
+class PlayerLPResult:
+    """One player's optimal strategy of a (possibly floored) sequence-form LP.
+
+    value: the guaranteed value for player 0 (max-min for player 0, min-max for player 1).
+    plan: the player's realization plan; strategy: a full profile holding the player's
+    behavioral strategy (the other player's slots are uniform).
+    """
+
+    player: int
+    value: float
+    plan: FloatArray
+    strategy: FloatArray
+
+
+@dataclass(frozen=True)
+class LPResult:
+    """Both players' equilibrium strategies and the game value for player 0."""
+
+    value: float
+    plan0: FloatArray
+    plan1: FloatArray
+    strategy: FloatArray
+
+
+def _floor_rows(tree: GameTree, player: int, floors: FloatArray, n_cols: int) -> sp.csr_matrix:
+    """Rows floor * x(parent) - x(Ia) <= 0 for every slot of the player with a positive floor."""
+    rows, cols, vals = [], [], []
+    r = 0
+    for g in tree.infosets_of(player):
+        off = int(tree.infoset_offset[g])
+        first = int(tree.infoset_seq[g])
+        parent = int(tree.infoset_parent_seq[g])
+        for a in range(int(tree.infoset_num_actions[g])):
+            fl = float(floors[off + a])
+            if fl > 0.0:
+                rows += [r, r]
+                cols += [parent, first + a]
+                vals += [fl, -1.0]
+                r += 1
+    return sp.csr_matrix((vals, (rows, cols)), shape=(r, n_cols))
+
+
+def solve_player(
+    tree: GameTree,
+    player: int,
+    floors: FloatArray | None = None,
+    extra: sp.spmatrix | None = None,
+) -> PlayerLPResult:
+    """The player's max-min (player 0) or min-max (player 1) strategy by LP."""
+    sf = sequence_form(tree)
+    A = sf.A if extra is None else (sf.A + extra).tocsr()
+    if player == 0:
+        M, (C, c), (D, d), sign = A.T, (sf.E, sf.e), (sf.F, sf.f), 1.0
+    elif player == 1:
+        # min_y max_x x^T A y = -max_y min_x x^T (-A) y: same LP with -A^T roles swapped.
+        M, (C, c), (D, d), sign = -A, (sf.F, sf.f), (sf.E, sf.e), -1.0
+    else:
+        raise ValueError(f"player must be 0 or 1, got {player!r}")
+    nx = C.shape[1]
+    nq = D.shape[0]
+    # variables [x (nx), q (nq)]; minimize -d^T q
+    cost = np.concatenate([np.zeros(nx), -d])
+    A_ub = sp.hstack([-M, D.T]).tocsr()
+    b_ub = np.zeros(A_ub.shape[0])
+    if floors is not None:
+        fr = _floor_rows(tree, player, np.asarray(floors, dtype=np.float64), nx)
+        if fr.shape[0]:
+            A_ub = sp.vstack([A_ub, sp.hstack([fr, sp.csr_matrix((fr.shape[0], nq))])]).tocsr()
+            b_ub = np.concatenate([b_ub, np.zeros(fr.shape[0])])
+    A_eq = sp.hstack([C, sp.csr_matrix((C.shape[0], nq))]).tocsr()
+    bounds = [(0.0, None)] * nx + [(None, None)] * nq
+    res = linprog(
+        cost, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=c, bounds=bounds,
+        method="highs-ds", options=_HIGHS_OPTIONS,
+    )
+    if res.status != 0:
+        raise LPError(f"sequence-form LP for player {player} of {tree.name!r}: {res.message}")
+    plan = np.maximum(res.x[:nx], 0.0)
+    strategy = behavioral_from_realization(tree, plan, player, into=uniform_strategy(tree))
+    return PlayerLPResult(player=player, value=sign * float(-res.fun), plan=plan,
+                          strategy=strategy)
+
+
+def solve_lp(tree: GameTree) -> LPResult:
+    """Both players' equilibrium strategies and the game value (cached on the tree)."""
+    cached = tree._cache.get("lp")
+    if cached is None:
+        r0 = solve_player(tree, 0)
+        r1 = solve_player(tree, 1)
+        strategy = r0.strategy.copy()
+        for g in tree.infosets_of(1):
+            off = tree.infoset_offset[g]
+            n = tree.infoset_num_actions[g]
+            strategy[off : off + n] = r1.strategy[off : off + n]
+        cached = LPResult(value=r0.value, plan0=r0.plan, plan1=r1.plan, strategy=strategy)
+        tree._cache["lp"] = cached
+    return cached  # type: ignore[return-value]
+
+
+def game_value(tree: GameTree) -> float:
+    """The value of the game for player 0."""
+    return solve_lp(tree).value
+
+
+def epsilon_floors(
+    tree: GameTree,
+    player: int,
+    epsilon: float,
+    exempt: Iterable[int] = (),
+    action_filter: Callable[[int, int], bool] | None = None,
+) -> FloatArray:
+    """Per-slot floors epsilon/|A(I)| at the player's infosets.
+
+    exempt: infoset ids left unconstrained. action_filter(infoset, slot) -> bool restricts the
+    floor to chosen actions (e.g. only betting actions); by default every action is floored.
+    """
+    if not 0.0 <= epsilon <= 1.0:
+        raise ValueError(f"epsilon must be in [0, 1], got {epsilon!r}")
+    floors = np.zeros(tree.num_slots, dtype=np.float64)
+    skip = set(int(g) for g in exempt)
+    for g in tree.infosets_of(player):
+        if int(g) in skip:
+            continue
+        off = int(tree.infoset_offset[g])
+        n = int(tree.infoset_num_actions[g])
+        for a in range(n):
+            if action_filter is None or action_filter(int(g), off + a):
+                floors[off + a] = epsilon / n
+    return floors
