@@ -272,24 +272,8 @@ def is_legal_chess(pos: np.ndarray, move: int, after: np.ndarray) -> bool:
     return not square_attacked(after, lsb(king), them)
 
 
-@njit(cache=True, nogil=True)
-def _perft_rec(stack: np.ndarray, moves: np.ndarray, ply: int, depth: int) -> np.int64:
-    pos = stack[ply]
-    if king_captured(pos):
-        return np.int64(0)
-    if depth == 1:
-        return np.int64(count_moves(pos))
-    buf = moves[ply]
-    n = gen_moves(pos, buf)
-    total = np.int64(0)
-    child = stack[ply + 1]
-    undo = np.empty(UNDO_WORDS, dtype=np.uint64)
-    for i in range(min(n, buf.shape[0])):
-        for w in range(POS_WORDS):
-            child[w] = pos[w]
-        make_move(child, buf[i], undo)
-        total += _perft_rec(stack, moves, ply + 1, depth - 1)
-    return total
+# Perft kernels are iterative with explicit stacks: numba segfaults when a self-recursive
+# function is the first thing loaded from its on-disk cache (cache=True).
 
 
 @njit(cache=True, nogil=True)
@@ -300,29 +284,39 @@ def perft(pos: np.ndarray, depth: int) -> np.int64:
     """
     if depth <= 0:
         return np.int64(1)
-    stack = np.empty((depth + 1, POS_WORDS), dtype=np.uint64)
-    moves = np.empty((depth + 1, MAX_MOVES), dtype=np.uint16)
-    for w in range(POS_WORDS):
-        stack[0, w] = pos[w]
-    return _perft_rec(stack, moves, 0, depth)
-
-
-@njit(cache=True, nogil=True)
-def _perft_make_rec(
-    pos: np.ndarray, moves: np.ndarray, undos: np.ndarray, ply: int, depth: int
-) -> np.int64:
-    if depth == 0:
-        return np.int64(1)
     if king_captured(pos):
         return np.int64(0)
-    buf = moves[ply]
-    undo = undos[ply]
-    n = gen_moves(pos, buf)
+    if depth == 1:
+        return np.int64(count_moves(pos))
+    stack = np.empty((depth, POS_WORDS), dtype=np.uint64)
+    moves = np.empty((depth, MAX_MOVES), dtype=np.uint16)
+    nmov = np.zeros(depth, dtype=np.int64)
+    idx = np.zeros(depth, dtype=np.int64)
+    undo = np.empty(UNDO_WORDS, dtype=np.uint64)
+    for w in range(POS_WORDS):
+        stack[0, w] = pos[w]
+    nmov[0] = min(gen_moves(stack[0], moves[0]), MAX_MOVES)
     total = np.int64(0)
-    for i in range(min(n, buf.shape[0])):
-        make_move(pos, buf[i], undo)
-        total += _perft_make_rec(pos, moves, undos, ply + 1, depth - 1)
-        unmake_move(pos, buf[i], undo)
+    ply = 0
+    while ply >= 0:
+        if idx[ply] >= nmov[ply]:
+            ply -= 1
+            continue
+        m = moves[ply, idx[ply]]
+        idx[ply] += 1
+        parent = stack[ply]
+        child = stack[ply + 1]
+        for w in range(POS_WORDS):
+            child[w] = parent[w]
+        make_move(child, m, undo)
+        if king_captured(child):
+            continue
+        if depth - ply == 2:
+            total += count_moves(child)
+            continue
+        ply += 1
+        nmov[ply] = min(gen_moves(child, moves[ply]), MAX_MOVES)
+        idx[ply] = 0
     return total
 
 
@@ -332,29 +326,36 @@ def perft_make(pos: np.ndarray, depth: int) -> np.int64:
 
     pos uint64 (16,) is used in place and restored.
     """
-    moves = np.empty((depth + 1, MAX_MOVES), dtype=np.uint16)
-    undos = np.empty((depth + 1, UNDO_WORDS), dtype=np.uint64)
-    return _perft_make_rec(pos, moves, undos, 0, depth)
-
-
-@njit(cache=True, nogil=True)
-def _perft_legal_rec(stack: np.ndarray, moves: np.ndarray, ply: int, depth: int) -> np.int64:
-    pos = stack[ply]
-    buf = moves[ply]
-    n = gen_moves(pos, buf)
+    if depth <= 0:
+        return np.int64(1)
+    if king_captured(pos):
+        return np.int64(0)
+    moves = np.empty((depth, MAX_MOVES), dtype=np.uint16)
+    undos = np.empty((depth, UNDO_WORDS), dtype=np.uint64)
+    nmov = np.zeros(depth, dtype=np.int64)
+    idx = np.zeros(depth, dtype=np.int64)
+    nmov[0] = min(gen_moves(pos, moves[0]), MAX_MOVES)
     total = np.int64(0)
-    child = stack[ply + 1]
-    undo = np.empty(UNDO_WORDS, dtype=np.uint64)
-    for i in range(min(n, buf.shape[0])):
-        for w in range(POS_WORDS):
-            child[w] = pos[w]
-        make_move(child, buf[i], undo)
-        if not is_legal_chess(pos, buf[i], child):
+    ply = 0
+    while ply >= 0:
+        if idx[ply] >= nmov[ply]:
+            ply -= 1
+            if ply >= 0:
+                unmake_move(pos, moves[ply, idx[ply] - 1], undos[ply])
             continue
-        if depth == 1:
+        m = moves[ply, idx[ply]]
+        idx[ply] += 1
+        make_move(pos, m, undos[ply])
+        if ply + 1 == depth:
             total += 1
-        else:
-            total += _perft_legal_rec(stack, moves, ply + 1, depth - 1)
+            unmake_move(pos, m, undos[ply])
+            continue
+        if king_captured(pos):
+            unmake_move(pos, m, undos[ply])
+            continue
+        ply += 1
+        nmov[ply] = min(gen_moves(pos, moves[ply]), MAX_MOVES)
+        idx[ply] = 0
     return total
 
 
@@ -367,10 +368,35 @@ def perft_legal(pos: np.ndarray, depth: int) -> np.int64:
     if depth <= 0:
         return np.int64(1)
     stack = np.empty((depth + 1, POS_WORDS), dtype=np.uint64)
-    moves = np.empty((depth + 1, MAX_MOVES), dtype=np.uint16)
+    moves = np.empty((depth, MAX_MOVES), dtype=np.uint16)
+    nmov = np.zeros(depth, dtype=np.int64)
+    idx = np.zeros(depth, dtype=np.int64)
+    undo = np.empty(UNDO_WORDS, dtype=np.uint64)
     for w in range(POS_WORDS):
         stack[0, w] = pos[w]
-    return _perft_legal_rec(stack, moves, 0, depth)
+    nmov[0] = min(gen_moves(stack[0], moves[0]), MAX_MOVES)
+    total = np.int64(0)
+    ply = 0
+    while ply >= 0:
+        if idx[ply] >= nmov[ply]:
+            ply -= 1
+            continue
+        m = moves[ply, idx[ply]]
+        idx[ply] += 1
+        parent = stack[ply]
+        child = stack[ply + 1]
+        for w in range(POS_WORDS):
+            child[w] = parent[w]
+        make_move(child, m, undo)
+        if not is_legal_chess(parent, m, child):
+            continue
+        if ply + 1 == depth:
+            total += 1
+            continue
+        ply += 1
+        nmov[ply] = min(gen_moves(child, moves[ply]), MAX_MOVES)
+        idx[ply] = 0
+    return total
 
 
 # --- pure-Python boundary --------------------------------------------------------------------
