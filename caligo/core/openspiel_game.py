@@ -65,10 +65,16 @@ class OpenSpielGame:
     """An OpenSpiel two-player zero-sum game, turn-based."""
 
     def __init__(self, spec: str) -> None:
+        short_name = spec.split("(", 1)[0].strip()
+        if short_name not in pyspiel.registered_names():
+            raise UnknownGameError(
+                f"unknown game {spec!r}: neither built in nor registered in OpenSpiel"
+            )
         try:
             game = pyspiel.load_game(spec)
         except pyspiel.SpielError as exc:
-            raise UnknownGameError(f"unknown game {spec!r}: {exc}") from exc
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else "load failed"
+            raise UnknownGameError(f"cannot load game {spec!r}: {first}") from exc
         gtype = game.get_type()
         if game.num_players() != 2:
             raise UnsupportedGameError(
