@@ -135,7 +135,9 @@ def best_response(
     z = tree.terminals()
     sign = 1.0 if responder == 0 else -1.0  # responder's own utility
     w = tree.chance_reach[z] * tree.utility[z] * x[tree.seq[z, fixed]] * sign
-    g = np.bincount(tree.seq[z, responder], weights=w, minlength=tree.num_sequences[responder])
+    g: FloatArray = np.bincount(
+        tree.seq[z, responder], weights=w, minlength=tree.num_sequences[responder]
+    ).astype(np.float64)
     if extra is not None:
         contrib = extra.T @ x if responder == 1 else extra @ x
         g = g + sign * np.asarray(contrib, dtype=np.float64).ravel()

@@ -78,7 +78,10 @@ class State(Protocol):
 class Game(Protocol):
     """A two-player zero-sum game with a root state."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The game's spec or name."""
+        ...
 
     def new_initial_state(self) -> State:
         """The root node."""
