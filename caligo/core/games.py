@@ -10,7 +10,7 @@ import functools
 import re
 from collections.abc import Callable
 
-from caligo.core import builtin_games
+from caligo.core import builtin_games, random_games
 from caligo.core.game import Game, UnknownGameError
 from caligo.core.tree import DEFAULT_MAX_NODES, GameTree, build_tree
 
@@ -19,6 +19,7 @@ _SPEC = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$")
 BUILTINS: dict[str, Callable[..., Game]] = {
     "matching_pennies_n": builtin_games.matching_pennies_n,
     "rock_paper_scissors": builtin_games.rock_paper_scissors,
+    "random_game": random_games.random_game,
 }
 
 
