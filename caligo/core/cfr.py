@@ -1,0 +1,361 @@
+"""The CFR family over a `GameTree`: one configurable core, four presets.
+
+- CFR (Zinkevich et al. 2007; seed 004 section E.4): regret matching on cumulative
+  counterfactual regrets, uniform averaging of the iterates in sequence form.
+- CFR+ (Tammelin et al. 2015; seed 004 section E.4): regret matching+ (cumulative regrets floored
+  at 0 after every update), alternating updates, linear averaging (iterate t weighs t).
+- DCFR(alpha, beta, gamma) (Brown and Sandholm 2019): after adding iteration t's regrets, positive
+  cumulative regrets are multiplied by t^alpha / (t^alpha + 1) and negative ones by
+  t^beta / (t^beta + 1); iterate t weighs t^gamma in the average. Defaults 1.5, 0, 2.
+- Predictive CFR+ (Farina, Kroer and Sandholm 2021; seed 001 section 3.2): regret matching+ where
+  the next strategy is matched on the cumulative regrets *plus a prediction* of the next
+  instantaneous regret, the prediction being the last instantaneous regret (PRM+ with
+  m^{t+1} = r^t at every infoset); alternating updates (seed 001 Figure 10 runs
+  RUNCFRITERATION for one player, then the other); the average is the *uniform* average in
+  sequence form, x_bar(h) = (1/T) sum_t x^t(h) (seed 001 section 3.2 and footnote 16). Seed 001's
+  agent plays the last iterate, `current_strategy()`.
+
+All updates follow OpenSpiel's `CFRSolverBase` (`pyspiel.CFRSolver`, `pyspiel.CFRPlusSolver`):
+with alternating updates player 0 is traversed and updated, then player 1 under player 0's new
+strategy; regrets are weighted by the counterfactual (opponent and chance) reach; the average adds
+the player's own reach times the iterate. OpenSpiel adds that at every history of an infoset, we
+once per infoset: per infoset the two differ by the constant factor |I|, so the normalized
+averages agree. An infoset whose regrets (or average weights) have no positive part plays
+uniformly, as in OpenSpiel.
+
+Strategies are float64 vectors over the tree's action slots, both players in one vector
+(`caligo.core.strategy`).
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import math
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from caligo.core import _cfr_kernels as K
+from caligo.core.game import TERMINAL
+from caligo.core.strategy import check_strategy, normalize_per_infoset, uniform_strategy
+from caligo.core.tree import FloatArray, GameTree, IntArray
+
+log = logging.getLogger(__name__)
+
+
+class CFRConfigError(ValueError):
+    """A CFR configuration with an out-of-range parameter."""
+
+
+class RegretUpdate(enum.Enum):
+    """How an iteration's instantaneous regrets are folded into the cumulative regrets."""
+
+    SUM = K.REGRET_SUM  # R += r (CFR)
+    PLUS = K.REGRET_PLUS  # R = max(R + r, 0) (regret matching+)
+    DISCOUNTED = K.REGRET_DISCOUNTED  # R = (R + r) * t^a/(t^a+1) if >= 0 else * t^b/(t^b+1)
+
+
+class Traversal(enum.Enum):
+    """How a traversal computes the counterfactual regrets (mathematically the same numbers).
+
+    SEQUENCE_FORM: the opponent's realization plan, one sparse pass over the terminals
+    (p's sequence utilities A y), then bottom-up over p's infosets; the fast default.
+    TREE: history by history over the flat node arrays in OpenSpiel's arithmetic order, so
+    regrets that are exactly zero in OpenSpiel are exactly zero here and regret matching+ breaks
+    such ties the same way (Kuhn poker has them at iteration 2); bit-for-bit replays of
+    `pyspiel.CFRSolver` / `pyspiel.CFRPlusSolver`.
+    """
+
+    SEQUENCE_FORM = K.TRAVERSE_SEQUENCE_FORM
+    TREE = K.TRAVERSE_TREE
+
+
+class Algorithm(enum.Enum):
+    """The named presets of `CFRConfig.preset`."""
+
+    CFR = "cfr"
+    CFR_PLUS = "cfr+"
+    DCFR = "dcfr"
+    PCFR_PLUS = "pcfr+"
+
+
+@dataclass(frozen=True)
+class CFRConfig:
+    """Every knob of the CFR core; validated at construction. Use the presets for the usual ones.
+
+    regret: the cumulative-regret rule. alpha, beta: DCFR's discount exponents (only used with
+    `RegretUpdate.DISCOUNTED`). average_power: iterate t weighs t**average_power in the average
+    (0 uniform, 1 linear, 2 quadratic). predictive: regret-match on the cumulative regrets plus the
+    last instantaneous regrets. alternating: update player 0, then player 1 under player 0's new
+    strategy (otherwise both from the same profile). traversal: see `Traversal`.
+    """
+
+    regret: RegretUpdate = RegretUpdate.SUM
+    alpha: float = 1.5
+    beta: float = 0.0
+    average_power: float = 0.0
+    predictive: bool = False
+    alternating: bool = True
+    traversal: Traversal = Traversal.SEQUENCE_FORM
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.regret, RegretUpdate):
+            raise CFRConfigError(f"regret must be a RegretUpdate, got {self.regret!r}")
+        if not isinstance(self.traversal, Traversal):
+            raise CFRConfigError(f"traversal must be a Traversal, got {self.traversal!r}")
+        for name in ("alpha", "beta", "average_power"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+                raise CFRConfigError(f"{name} must be a finite number, got {v!r}")
+        if self.average_power < 0:
+            raise CFRConfigError(f"average_power must be >= 0, got {self.average_power!r}")
+        for name in ("predictive", "alternating"):
+            if not isinstance(getattr(self, name), bool):
+                raise CFRConfigError(f"{name} must be a bool, got {getattr(self, name)!r}")
+
+    @classmethod
+    def cfr(cls) -> CFRConfig:
+        """Vanilla CFR as `pyspiel.CFRSolver`: regret matching, uniform average, alternating."""
+        return cls(RegretUpdate.SUM, average_power=0.0)
+
+    @classmethod
+    def cfr_plus(cls) -> CFRConfig:
+        """CFR+ as `pyspiel.CFRPlusSolver`: regret matching+, linear average, alternating."""
+        return cls(RegretUpdate.PLUS, average_power=1.0)
+
+    @classmethod
+    def dcfr(cls, alpha: float = 1.5, beta: float = 0.0, gamma: float = 2.0) -> CFRConfig:
+        """Discounted CFR (Brown and Sandholm 2019), alternating updates."""
+        return cls(RegretUpdate.DISCOUNTED, alpha=alpha, beta=beta, average_power=gamma)
+
+    @classmethod
+    def pcfr_plus(cls, average_power: float = 0.0) -> CFRConfig:
+        """Predictive CFR+ (seed 001 section 3.2): PRM+, last regret as prediction, uniform avg."""
+        return cls(RegretUpdate.PLUS, average_power=average_power, predictive=True)
+
+    @classmethod
+    def preset(cls, algorithm: Algorithm) -> CFRConfig:
+        """The default configuration of a named algorithm."""
+        return {
+            Algorithm.CFR: cls.cfr,
+            Algorithm.CFR_PLUS: cls.cfr_plus,
+            Algorithm.DCFR: cls.dcfr,
+            Algorithm.PCFR_PLUS: cls.pcfr_plus,
+        }[algorithm]()
+
+
+@dataclass(frozen=True, eq=False)
+class _CFRArrays:
+    """The tree arrays the kernels read, derived once per tree."""
+
+    inodes: IntArray
+    player: np.ndarray
+    first_child: IntArray
+    num_children: IntArray
+    node_offset: IntArray
+    chance_prob: FloatArray
+    chance_reach: FloatArray
+    utility: FloatArray
+    term_seq: IntArray
+    term_coef: FloatArray
+    player_infosets: IntArray
+    player_ptr: IntArray
+    offset: IntArray
+    num_actions: IntArray
+    first_seq: IntArray
+    parent_seq: IntArray
+    max_sequences: int
+
+
+def _cfr_arrays(tree: GameTree) -> _CFRArrays:
+    cached = tree._cache.get("cfr_arrays")
+    if isinstance(cached, _CFRArrays):
+        return cached
+    node_offset = np.full(tree.num_nodes, -1, dtype=np.int32)
+    dec = tree.infoset >= 0
+    node_offset[dec] = tree.infoset_offset[tree.infoset[dec]]
+    utility = np.where(tree.player == TERMINAL, tree.utility, 0.0).astype(np.float64)
+    p0 = tree.infosets_of(0)
+    p1 = tree.infosets_of(1)
+    # Sparse payoff entries: chance-weighted utility per (sequence 0, sequence 1) pair.
+    z = tree.terminals()
+    key = tree.seq[z, 0].astype(np.int64) * tree.num_sequences[1] + tree.seq[z, 1]
+    pairs, inverse = np.unique(key, return_inverse=True)
+    coef = np.zeros(pairs.size, dtype=np.float64)
+    np.add.at(coef, inverse, tree.chance_reach[z] * tree.utility[z])
+    keep = coef != 0.0
+    pairs, coef = pairs[keep], coef[keep]
+    term_seq = np.stack([pairs // tree.num_sequences[1], pairs % tree.num_sequences[1]])
+    arrays = _CFRArrays(
+        inodes=np.flatnonzero(tree.player != TERMINAL).astype(np.int32),
+        player=np.ascontiguousarray(tree.player, dtype=np.int8),
+        first_child=np.ascontiguousarray(tree.first_child, dtype=np.int32),
+        num_children=np.ascontiguousarray(tree.num_children, dtype=np.int32),
+        node_offset=node_offset,
+        chance_prob=np.ascontiguousarray(tree.chance_prob, dtype=np.float64),
+        chance_reach=np.ascontiguousarray(tree.chance_reach, dtype=np.float64),
+        utility=utility,
+        term_seq=np.ascontiguousarray(term_seq, dtype=np.int32),
+        term_coef=coef,
+        player_infosets=np.concatenate([p0, p1]).astype(np.int32),
+        player_ptr=np.array([0, p0.size, p0.size + p1.size], dtype=np.int32),
+        offset=np.ascontiguousarray(tree.infoset_offset, dtype=np.int32),
+        num_actions=np.ascontiguousarray(tree.infoset_num_actions, dtype=np.int32),
+        first_seq=np.ascontiguousarray(tree.infoset_seq, dtype=np.int32),
+        parent_seq=np.ascontiguousarray(tree.infoset_parent_seq, dtype=np.int32),
+        max_sequences=max(tree.num_sequences),
+    )
+    tree._cache["cfr_arrays"] = arrays
+    return arrays
+
+
+class KernelError(RuntimeError):
+    """A CFR kernel returned a non-OK status (a bug, never bad input)."""
+
+
+class CFRSolver:
+    """A CFR-family solver on one tree: `iterate(n)`, then read the average or last iterate.
+
+    `initial` (a strategy over slots) is the first iterate, sigma^1; CFR's guarantees hold for
+    any first iterate (seed 001 appendix C.5). Regrets and averages start at zero.
+    """
+
+    def __init__(
+        self, tree: GameTree, config: CFRConfig | None = None, initial: FloatArray | None = None
+    ) -> None:
+        self.tree = tree
+        self.config = config if config is not None else CFRConfig.cfr_plus()
+        if not isinstance(self.config, CFRConfig):
+            raise CFRConfigError(f"config must be a CFRConfig, got {self.config!r}")
+        self._a = _cfr_arrays(tree)
+        if initial is None:
+            self._strategy = uniform_strategy(tree)
+        else:
+            self._strategy = np.array(check_strategy(tree, initial), dtype=np.float64)
+        n = tree.num_slots
+        self._regrets = np.zeros(n, dtype=np.float64)
+        self._avg = np.zeros(n, dtype=np.float64)
+        self._inst = np.zeros(n, dtype=np.float64)
+        self._reach = np.zeros(tree.num_nodes, dtype=np.float64)
+        self._value = np.zeros(tree.num_nodes, dtype=np.float64)
+        self._plans = np.zeros((2, self._a.max_sequences), dtype=np.float64)
+        self._seq_value = np.zeros(self._a.max_sequences, dtype=np.float64)
+        self._iterations = 0
+
+    @property
+    def iterations(self) -> int:
+        """Iterations run so far."""
+        return self._iterations
+
+    def iterate(self, n: int = 1) -> None:
+        """Run n more iterations (each updates both players)."""
+        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
+            raise ValueError(f"iteration count must be a nonnegative int, got {n!r}")
+        if n == 0 or self.tree.num_infosets == 0:
+            self._iterations += int(n)
+            return
+        c, a = self.config, self._a
+        status = K._run_kernel(
+            int(n), self._iterations, c.traversal.value, c.alternating, c.regret.value,
+            float(c.alpha), float(c.beta), float(c.average_power), c.predictive,
+            a.inodes, a.player, a.first_child, a.num_children, a.node_offset, a.chance_prob,
+            a.chance_reach, a.utility, a.term_seq, a.term_coef, a.player_infosets, a.player_ptr,
+            a.offset, a.num_actions, a.first_seq, a.parent_seq,
+            self._strategy, self._regrets, self._avg, self._inst, self._reach, self._value,
+            self._plans, self._seq_value,
+        )  # fmt: skip
+        if status != K.OK:
+            raise KernelError(f"CFR kernel returned status {status}")
+        self._iterations += int(n)
+
+    def current_strategy(self) -> FloatArray:
+        """The last iterate: the strategy the next iteration will play (a copy)."""
+        return self._strategy.copy()
+
+    def average_strategy(self) -> FloatArray:
+        """The weighted average of the iterates in sequence form, as a behavioral strategy.
+
+        Before the first iteration this is the uniform strategy.
+        """
+        return normalize_per_infoset(self.tree, self._avg)
+
+    def cumulative_regrets(self) -> FloatArray:
+        """The cumulative regret of every slot (a copy)."""
+        return self._regrets.copy()
+
+
+@dataclass(frozen=True)
+class TracePoint:
+    """One measurement of a run: the average strategy's metric after `iteration` iterations."""
+
+    iteration: int
+    exploitability: float
+    seconds: float  # solver time so far, not counting the measurements
+
+
+@dataclass(frozen=True, eq=False)
+class CFRResult:
+    """A finished run: both strategies, the iteration count, time and the recorded trace."""
+
+    average: FloatArray
+    current: FloatArray
+    iterations: int
+    seconds: float
+    trace: tuple[TracePoint, ...]
+
+
+Metric = Callable[[GameTree, FloatArray], float]
+
+
+def log_checkpoints(iterations: int, per_decade: int = 10) -> tuple[int, ...]:
+    """Iteration counts spread evenly on a log axis from 1 to `iterations` (both included)."""
+    if iterations < 1:
+        return ()
+    k = max(1, round(per_decade * math.log10(iterations)))
+    pts = {round(10 ** (i * math.log10(iterations) / k)) for i in range(k + 1)}
+    return tuple(sorted(p for p in pts | {1, iterations} if 1 <= p <= iterations))
+
+
+def solve_cfr(
+    tree: GameTree,
+    config: CFRConfig | None = None,
+    iterations: int = 1000,
+    *,
+    initial: FloatArray | None = None,
+    record_at: Iterable[int] = (),
+    metric: Metric | None = None,
+) -> CFRResult:
+    """Run a CFR-family solver for `iterations` iterations, measuring at `record_at`.
+
+    At each iteration count in `record_at` (see `log_checkpoints`), `metric(tree, average)` is
+    recorded; the default metric is OpenSpiel's exploitability, NashConv / 2
+    (`caligo.core.best_response.openspiel_exploitability`).
+    """
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 0:
+        raise ValueError(f"iterations must be a nonnegative int, got {iterations!r}")
+    points = sorted({int(p) for p in record_at if 0 <= int(p) <= iterations})
+    if points and metric is None:
+        from caligo.core.best_response import openspiel_exploitability
+
+        metric = openspiel_exploitability
+    solver = CFRSolver(tree, config, initial)
+    trace: list[TracePoint] = []
+    elapsed = 0.0
+    for p in [*points, iterations]:
+        start = time.perf_counter()
+        solver.iterate(p - solver.iterations)
+        elapsed += time.perf_counter() - start
+        if metric is not None and p in points and (not trace or trace[-1].iteration != p):
+            value = float(metric(tree, solver.average_strategy()))
+            trace.append(TracePoint(p, value, elapsed))
+            log.debug("cfr %s: t=%d exploitability=%.6g", tree.name, p, value)
+    return CFRResult(
+        average=solver.average_strategy(),
+        current=solver.current_strategy(),
+        iterations=solver.iterations,
+        seconds=elapsed,
+        trace=tuple(trace),
+    )
