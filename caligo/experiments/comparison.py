@@ -1,0 +1,107 @@
+"""A wider comparison nobody has published: Table 1's blueprints and protocol, other gadgets.
+
+Same blueprints (epsilon = 0.25 floors) and protocol as `table1` (nested solving at every player-0
+infoset, the floor kept at every subgame infoset but the root, LP solves); the variants are
+unsafe endgame solving (seed 004 chapter G), common-knowledge Resolve, Maxmargin and
+Reach-Maxmargin (k = inf), maxmargin 1-KLSS, 2-KLUSS (seed 001 C.6) and Safe-1-KLSS (seed 002).
+Exploitabilities are in the [-1, 1] utility scale.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from caligo.core.best_response import exploitability
+from caligo.core.games import load_game
+from caligo.experiments.runner import (
+    Column,
+    Progress,
+    Table,
+    no_progress,
+    write_json,
+    write_outputs,
+)
+from caligo.experiments.table1 import SMALL_ROWS, TABLE1_ROWS, blueprint, row_by_key, scale_of
+
+log = logging.getLogger(__name__)
+
+
+def variants() -> tuple[tuple[str, Any], ...]:
+    """(label, gadget options) of every compared variant."""
+    from caligo.subgame import gadget
+
+    K = gadget.SubgameKind
+    O = gadget.SubgameOptions
+    return (
+        ("unsafe", O(kind=K.UNSAFE, k=math.inf)),
+        ("resolve", O(kind=K.RESOLVE, k=math.inf)),
+        ("maxmargin", O(kind=K.MAXMARGIN, k=math.inf)),
+        ("reach_maxmargin", O(kind=K.MAXMARGIN, k=math.inf, reach=True)),
+        ("1klss", O(kind=K.MAXMARGIN, k=1)),
+        ("2kluss", O(kind=K.MAXMARGIN, k=3, kluss=True)),
+        ("safe_1klss", O(kind=K.MAXMARGIN, k=1, safe=True)),
+    )
+
+
+@dataclass(frozen=True)
+class ComparisonResult:
+    """rows: one dict per game (label, blueprint, one column per variant, seconds per variant)."""
+
+    rows: tuple[dict[str, Any], ...]
+    labels: tuple[str, ...]
+
+
+def run_comparison(quick: bool = False,
+                   progress_factory: Callable[[str, int], Progress] | None = None,
+                   rows: Sequence[str] | None = None) -> ComparisonResult:
+    """Every variant on every Table 1 row (`quick`: the small games only)."""
+    from caligo.subgame.nested import NestedConfig, nested_solve
+
+    keys = tuple(rows) if rows is not None else (
+        SMALL_ROWS if quick else tuple(r.key for r in TABLE1_ROWS))
+    vs = variants()
+    out = []
+    for key in keys:
+        row = row_by_key(key)
+        tree = load_game(row.spec)
+        bp = blueprint(tree, row.floor)
+        rec: dict[str, Any] = {"key": key, "label": row.label, "blueprint": bp.exploitability}
+        for label, options in vs:
+            cb: Progress = no_progress
+            if progress_factory is not None:
+                cb = progress_factory(f"{key}/{label}", len(tree.infosets_of(0)))
+            t0 = time.perf_counter()
+            try:
+                res = nested_solve(tree, bp.strategy,
+                                   NestedConfig(options=options, floors=bp.floors), progress=cb)
+                rec[label] = exploitability(tree, res.strategy, 0) * scale_of(tree)
+            except Exception as exc:  # a variant the gadget module cannot build on this game
+                log.warning("comparison %s %s failed: %s", key, label, exc)
+                rec[label] = None
+            rec[f"{label}_s"] = time.perf_counter() - t0
+        out.append(rec)
+    return ComparisonResult(tuple(out), tuple(v[0] for v in vs))
+
+
+def comparison_table(result: ComparisonResult) -> Table:
+    """The markdown/CSV table."""
+    cols = [Column("label", "game"), Column("blueprint", "blueprint", "{:.4f}")]
+    cols += [Column(label, label, "{:.4f}") for label in result.labels]
+    notes = ("Exploitability after nested solving at every player-0 infoset (epsilon = 0.25 "
+             "blueprints, floor kept below each subgame's root); blank = not run.",)
+    return Table("comparison", result.rows, tuple(cols), notes)
+
+
+def write_comparison(result: ComparisonResult, out_dir: Path | None = None,
+                     json_path: Path | None = None) -> list[Path]:
+    """Write comparison.md/.csv/.json (and the rows to `json_path`)."""
+    paths = write_outputs(comparison_table(result), out_dir)
+    if json_path is not None:
+        paths.append(write_json(Path(json_path), list(result.rows)))
+    return paths
