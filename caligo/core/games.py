@@ -63,3 +63,6 @@ def game_definition(spec: str) -> Game:
 def load_game(spec: str, max_nodes: int = DEFAULT_MAX_NODES) -> GameTree:
     """Compile the game named by `spec`; cached, since trees are immutable."""
     return build_tree(game_definition(spec), max_nodes=max_nodes)
+
+
+import caligo.subgame.figure1  # noqa: E402,F401  registers the built-in "figure1" (seed 000 Figure 1)
