@@ -36,7 +36,7 @@ def variants() -> tuple[tuple[str, Any], ...]:
     """(label, gadget options) of every compared variant."""
     from caligo.subgame import gadget
 
-    K = gadget.SubgameKind
+    K = gadget.GadgetKind
     O = gadget.SubgameOptions
     return (
         ("unsafe", O(kind=K.UNSAFE, k=math.inf)),
@@ -44,8 +44,8 @@ def variants() -> tuple[tuple[str, Any], ...]:
         ("maxmargin", O(kind=K.MAXMARGIN, k=math.inf)),
         ("reach_maxmargin", O(kind=K.MAXMARGIN, k=math.inf, reach=True)),
         ("1klss", O(kind=K.MAXMARGIN, k=1)),
-        ("2kluss", O(kind=K.MAXMARGIN, k=3, kluss=True)),
-        ("safe_1klss", O(kind=K.MAXMARGIN, k=1, safe=True)),
+        ("2kluss", O(kind=K.MAXMARGIN, k=1, kluss=True)),
+
     )
 
 

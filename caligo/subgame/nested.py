@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from caligo.core.lp import solve_player
 from caligo.core.strategy import realization_plan
 from caligo.core.tree import FloatArray, GameTree, IntArray
 
@@ -221,34 +222,42 @@ def _copy_subtree(tree: GameTree, kids: dict[int, list[int]], g: int, state: Gam
 
 
 def default_options() -> Any:
-    """Maxmargin 1-KLSS, the seed's Table 1 protocol, as `caligo.subgame` options."""
+    """Maxmargin 1-KLSS, the seed's Table 1 protocol, as `caligo.subgame.gadget` options."""
     from caligo.subgame import gadget
 
-    return gadget.SubgameOptions(kind=gadget.SubgameKind.MAXMARGIN, k=1)
+    return gadget.SubgameOptions(kind=gadget.GadgetKind.MAXMARGIN, k=1)
 
 
 def _map_infosets(sub: Any, parent: GameState) -> IntArray:
     """Compose the subgame's infoset map (subgame -> parent game) with the parent's origin."""
-    n = sub.tree.num_infosets
-    raw = sub.infoset_map
-    local = np.full(n, -1, dtype=np.int64)
-    if isinstance(raw, dict):
-        for g, pg in raw.items():
-            local[int(g)] = -1 if pg is None else int(pg)
-    else:
-        arr = np.asarray(raw, dtype=np.int64)
-        local[: arr.shape[0]] = arr
-    out = np.full(n, -1, dtype=np.int32)
+    local = np.asarray(sub.infoset_map, dtype=np.int64)
+    out = np.full(local.shape[0], -1, dtype=np.int32)
     ok = local >= 0
     out[ok] = parent.origin[local[ok]]
     return out
+
+
+def solve_gadget_lp(sub: Any, floors: FloatArray | None, both: bool) -> FloatArray:
+    """Solve a gadget (tree + B) exactly by the sequence-form LP (HiGHS).
+
+    Player 0's floored max-min strategy; player 1's min-max strategy too when `both` (needed
+    when the next gadget reads player 1's part, e.g. unsafe solving), uniform otherwise.
+    """
+    r0 = solve_player(sub.tree, 0, floors=floors, extra=sub.extra)
+    s = r0.strategy.copy()
+    if both:
+        r1 = solve_player(sub.tree, 1, extra=sub.extra)
+        mine = np.isin(sub.tree.slot_infoset(), sub.tree.infosets_of(1))
+        s[mine] = r1.strategy[mine]
+    return s
 
 
 def solve_step(state: GameState, infoset: int, config: NestedConfig, tree: GameTree,
                ) -> GameState:
     """Build and solve the configured gadget at the original `infoset` inside `state`.
 
-    Returns the subgame as the next game of the chain, with its solution as the strategy.
+    Returns the subgame as the next game of the chain, with its solution as the strategy; an
+    empty gadget (no root infoset reached) leaves `state` as it is.
     """
     from caligo.subgame import gadget
 
@@ -257,13 +266,12 @@ def solve_step(state: GameState, infoset: int, config: NestedConfig, tree: GameT
     if here < 0:
         raise NestedSolveError(f"infoset {tree.infoset_names[infoset]!r} is not in the subgame")
     sub = gadget.make_subgame(state.tree, state.strategy, here, options, B=state.extra)
+    if sub.is_empty:
+        return state
     origin = _map_infosets(sub, state)
     nxt = GameState(sub.tree, sub.extra, np.empty(0), origin)
-    root = nxt.copy_of(infoset)
-    floors = subgame_floors(nxt, config.floors, root, tree)
-    kwargs: dict[str, Any] = {"floors": floors}
-    if config.method is not None:
-        kwargs["method"] = config.method
-    solution = gadget.solve_subgame(sub, **kwargs)
-    return GameState(sub.tree, sub.extra, np.asarray(solution.strategy, dtype=np.float64),
-                     origin)
+    floors = subgame_floors(nxt, config.floors, int(sub.root_infoset), tree)
+    both = options.kind is gadget.GadgetKind.UNSAFE or (
+        options.alternate_values is not gadget.AlternateValues.BEST_RESPONSE)
+    strategy = solve_gadget_lp(sub, floors, both)
+    return GameState(sub.tree, sub.extra, strategy, origin)
