@@ -174,7 +174,15 @@ def to_tabular_policy(tree: GameTree, strategy: FloatArray, pyspiel_game: Any) -
 
 
 def from_tabular_policy(tree: GameTree, tabular: Any) -> FloatArray:
-    """Read an OpenSpiel python `TabularPolicy` into a strategy vector."""
+    """Read an OpenSpiel policy into a strategy vector.
+
+    Takes OpenSpiel's python `TabularPolicy` (read through its table) or any C++ `pyspiel.Policy`,
+    such as `pyspiel.CFRPlusSolver().average_policy()` (read through `get_state_policy`).
+    """
+    if not hasattr(tabular, "state_lookup"):
+        return from_dict_policy(
+            tree, {name: tabular.get_state_policy(name) for name in tree.infoset_names}
+        )
     s = np.empty(tree.num_slots, dtype=np.float64)
     for g, name in enumerate(tree.infoset_names):
         row = tabular.state_lookup.get(name)

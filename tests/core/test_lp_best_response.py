@@ -110,6 +110,17 @@ def test_policy_round_trips() -> None:
     assert np.allclose(from_dict_policy(tree, to_dict_policy(tree, s)), s)
     tab = to_tabular_policy(tree, s, _pyspiel_game("leduc_poker"))
     assert np.allclose(from_tabular_policy(tree, tab), s)
+    # a C++ pyspiel.Policy, as OpenSpiel's solvers return it
+    solver = pyspiel.CFRPlusSolver(_pyspiel_game("leduc_poker"))
+    solver.evaluate_and_update_policy()
+    cpp = solver.average_policy()
+    ours = from_tabular_policy(tree, cpp)
+    name = tree.infoset_names[0]
+    expected = dict(cpp.get_state_policy(name))
+    off = tree.infoset_offset[0]
+    n = int(tree.infoset_num_actions[0])
+    got = {int(tree.slot_action[off + a]): ours[off + a] for a in range(n)}
+    assert got == pytest.approx(expected)
 
 
 def test_epsilon_floor_lp() -> None:
