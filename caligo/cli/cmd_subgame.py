@@ -1,9 +1,113 @@
-"""Sub-commands of the subgame area."""
+"""Sub-commands of the subgame area: `caligo experiment table1|comparison|counterexample|affine|
+margins [--json PATH] [--out DIR] [--quick]`.
+
+Each experiment prints its markdown table and writes CSV/JSON (and PNG plots where it has them)
+into `--out` (default ./out/). Progress bars (tqdm) live here, never in the library.
+"""
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+EXPERIMENTS = ("table1", "comparison", "counterexample", "affine", "margins")
+
+
+def _bar(total: int, desc: str) -> Callable[[int], None]:
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=desc, leave=False)
+    return lambda n: bar.update(n)
+
+
+def _table1(args: argparse.Namespace) -> int:
+    from caligo.experiments import table1 as t1
+
+    config = t1.Table1Config(epsilon=args.epsilon)
+    if args.quick:
+        config = t1.quick_config(config)
+    result = t1.run_table1(config, lambda row, total: _bar(total, row.key))
+    print(result.table().markdown())
+    for p in t1.write_table1(result, args.out, args.json):
+        print(f"wrote {p}")
+    bad = [r.key for r in result.rows if not r.blueprint_ok]
+    if bad:
+        print(f"blueprint column off the paper's by more than one unit: {', '.join(bad)}")
+        return 1
+    return 0
+
+
+def _comparison(args: argparse.Namespace) -> int:
+    from caligo.experiments import comparison as cmp
+
+    result = cmp.run_comparison(quick=args.quick,
+                                progress_factory=lambda label, total: _bar(total, label))
+    table = cmp.comparison_table(result)
+    print(table.markdown())
+    for p in cmp.write_comparison(result, args.out, args.json):
+        print(f"wrote {p}")
+    return 0
+
+
+def _counterexample(args: argparse.Namespace) -> int:
+    from caligo.experiments import counterexample as ce
+
+    ns = (4, 8, 16, 32) if args.quick else (4, 8, 16, 32, 64, 128, 256)
+    rows = ce.run_counterexample(ns, _bar(len(ns), "N"))
+    print(ce.counterexample_table(rows).markdown())
+    for p in ce.write_counterexample(rows, args.out):
+        print(f"wrote {p}")
+    return 0
+
+
+def _affine(args: argparse.Namespace) -> int:
+    from caligo.experiments import affine as af
+
+    games = af.AFFINE_GAMES[:2] if args.quick else (*af.AFFINE_GAMES, "leduc_poker")
+    rows = af.run_affine(games, progress=_bar(len(games), "games"))
+    print(af.affine_table(rows).markdown())
+    for p in af.write_affine(rows, args.out):
+        print(f"wrote {p}")
+    return 0
+
+
+def _margins(args: argparse.Namespace) -> int:
+    from caligo.experiments import margins as mg
+
+    config = mg.MarginsConfig.quick() if args.quick else mg.MarginsConfig()
+    result = mg.run_margins(config, _bar(config.total_steps(), "subgames"))
+    print(mg.margins_table(result).markdown())
+    for p in mg.write_margins(result, args.out):
+        print(f"wrote {p}")
+    return 0
+
+
+_RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "table1": _table1,
+    "comparison": _comparison,
+    "counterexample": _counterexample,
+    "affine": _affine,
+    "margins": _margins,
+}
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.json is not None:
+        args.json = Path(args.json)
+    args.out = Path(args.out)
+    return _RUNNERS[args.name](args)
 
 
 def register(sub: Any) -> None:
-    """Add this area's sub-commands (none yet)."""
+    """Add `caligo experiment NAME`."""
+    p = sub.add_parser("experiment", help="reproduce a seed experiment (" + ", ".join(
+        EXPERIMENTS) + ")")
+    p.add_argument("name", choices=EXPERIMENTS)
+    p.add_argument("--out", default="out", help="output directory (default ./out/)")
+    p.add_argument("--json", default=None, help="also write the per-row results to this JSON")
+    p.add_argument("--quick", action="store_true", help="small games / few points only")
+    p.add_argument("--epsilon", type=float, default=0.25,
+                   help="table1: blueprint floor epsilon (0 checks that equilibria survive)")
+    p.set_defaults(func=_run)

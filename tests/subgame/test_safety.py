@@ -9,6 +9,7 @@ playthroughs of several games, from the epsilon = 0.25 floored blueprints of Tab
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
 
 import pytest
@@ -43,7 +44,7 @@ def test_theorem4_blueprint_updates_never_increase(spec: str) -> None:
     trace = update_blueprint(tree, bp.strategy, playthroughs=3 if SHORT else 6, seed=1)
     ex = trace.exploitabilities
     assert len(ex) > 1
-    for a, b in zip(ex, ex[1:], strict=False):
+    for a, b in itertools.pairwise(ex):
         assert b <= a + 1e-9
 
 
