@@ -74,14 +74,7 @@ def _affine(args: argparse.Namespace) -> int:
 
 
 def _margins(args: argparse.Namespace) -> int:
-    from caligo.experiments import margins as mg
-
-    config = mg.MarginsConfig.quick() if args.quick else mg.MarginsConfig()
-    result = mg.run_margins(config, _bar(config.total_steps(), "subgames"))
-    print(mg.margins_table(result).markdown())
-    for p in mg.write_margins(result, args.out):
-        print(f"wrote {p}")
-    return 0
+    raise ValueError("experiment 'margins' (seed 004 I.6) is not implemented yet")
 
 
 _RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {
