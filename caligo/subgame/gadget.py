@@ -189,7 +189,7 @@ class Subgame:
     branch_seq: IntArray
     root_base_outside: FloatArray
     kept_nodes: IntArray  # source nodes of K (the knowledge set the gadget keeps)
-    copy_roots: tuple[IntArray, ...]  # per root: gadget nodes copying I0's kept nodes
+    copy_roots: tuple[IntArray, ...]  # per root: gadget nodes copying I0's nodes (incl. frozen)
     source_num_slots: int
     _cache: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
 
@@ -458,7 +458,10 @@ class _GState:
         P = self.plan
         if self.tag == _ROOT:
             if P.kind is GadgetKind.UNSAFE:
-                return [(i, pr) for i, (_, pr) in enumerate(P.unsafe_roots)]
+                out = [(i, pr) for i, (_, pr) in enumerate(P.unsafe_roots)]
+                n = len(out)
+                out += [(n + i, 0.0) for i in range(sum(len(f) for f in P.phantom_roots))]
+                return out
             return [(i, P.prior[i]) for i in range(len(P.branches))]
         if self.tag == _NATURE:
             branch = P.branches[self.index]
@@ -478,7 +481,10 @@ class _GState:
         P = self.plan
         if self.tag == _ROOT:
             if P.kind is GadgetKind.UNSAFE:
-                return _GState(P, _COPY, P.unsafe_roots[action][0])
+                if action < len(P.unsafe_roots):
+                    return _GState(P, _COPY, P.unsafe_roots[action][0])
+                flat = [h for f in P.phantom_roots for h in f]
+                return _GState(P, _COPY, flat[action - len(P.unsafe_roots)], True)
             if P.kind is GadgetKind.RESOLVE:
                 return _GState(P, _RESOLVE, action)
             return _GState(P, _NATURE, action)
@@ -684,8 +690,6 @@ def make_subgame(
     phantom_roots = tuple(
         tuple(int(h) for h in outside[r] if keep_phantom[h]) for r in range(m)
     )
-    if opts.kind is GadgetKind.UNSAFE:
-        phantom_roots = tuple(() for _ in range(m))
     plan = _Plan(
         src=tree, kind=opts.kind, strategy=s, branches=branches, phantom_roots=phantom_roots,
         prior=tuple(float(a) for a in prior), unsafe_roots=unsafe_roots,
@@ -706,7 +710,7 @@ def make_subgame(
     copies: list[list[int]] = [[] for _ in range(m)]
     for hi in range(1, gt.num_nodes):
         st, pst = states[hi], states[int(gt.parent[hi])]
-        if st.tag == _COPY and not st.phantom and pst.tag in (_NATURE, _ROOT):
+        if st.tag == _COPY and pst.tag in (_NATURE, _ROOT):
             copies[pos[int(tree.kinfo[st.index, 1])]].append(hi)
     src_to_gadget_p1: dict[int, int] = {}
     for g1 in gt.infosets_of(1):
