@@ -191,6 +191,9 @@ class Subgame:
     kept_nodes: IntArray  # source nodes of K (the knowledge set the gadget keeps)
     copy_roots: tuple[IntArray, ...]  # per root: gadget nodes copying I0's nodes (incl. frozen)
     source_num_slots: int
+    # Safe-KLSS (caligo.subgame.safe_klss): the plain KLSS payoffs margins are measured with
+    margin_extra: sp.csr_matrix | None = None
+    safe_klss: bool = False
     _cache: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -861,8 +864,9 @@ def subgame_margins(sub: Subgame, gadget_strategy: FloatArray) -> FloatArray:
         return np.zeros(0)
     gt = sub.tree
     gs = np.asarray(gadget_strategy, dtype=np.float64)
-    br = best_response(gt, gs, 1, extra=sub.extra)
-    Vg, Rg = region_values(gt, gs, br.strategy, list(sub.copy_roots), sub.extra)
+    B = sub.extra if sub.margin_extra is None else sub.margin_extra
+    br = best_response(gt, gs, 1, extra=B)
+    Vg, Rg = region_values(gt, gs, br.strategy, list(sub.copy_roots), B)
     with np.errstate(divide="ignore", invalid="ignore"):
         cond = (Vg + sub.root_base_outside) / Rg
     return cond * (sub.root_weight / sub.root_reach) - sub.alternate_values
