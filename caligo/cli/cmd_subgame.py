@@ -74,7 +74,17 @@ def _affine(args: argparse.Namespace) -> int:
 
 
 def _margins(args: argparse.Namespace) -> int:
-    raise ValueError("experiment 'margins' (seed 004 I.6) is not implemented yet")
+    from caligo.experiments import margins as mg
+
+    configs = [mg.quick_config() if args.quick else mg.MarginsConfig()]
+    if not args.quick:  # the exact (LP) gadget solutions beside the seed's CFR+ protocol
+        configs.append(mg.MarginsConfig(solver=mg.GadgetSolver.LP))
+    for i, config in enumerate(configs):
+        result = mg.run_margins(config, progress_factory=lambda label, total: _bar(total, label))
+        print(result.table().markdown())
+        for p in mg.write_margins(result, args.out, args.json if i == 0 else None):
+            print(f"wrote {p}")
+    return 0
 
 
 _RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {
