@@ -370,6 +370,31 @@ def _gifts(
     return out
 
 
+def _phantom_paths(tree: GameTree, under: np.ndarray, outside: Sequence[IntArray]) -> np.ndarray:
+    """Mask of frozen source nodes to copy: ancestors-or-self (below the frozen roots) of one
+    node of every player-1 decision infoset below I0 \\ K that the kept subtrees lack."""
+    keep = np.zeros(tree.num_nodes, dtype=np.bool_)
+    roots = [h for nodes in outside for h in nodes.tolist()]
+    if not roots:
+        return keep
+    covered = set(np.unique(tree.infoset[under & (tree.player == 1)]).tolist())
+    start = np.zeros(tree.num_nodes, dtype=np.bool_)
+    start[roots] = True
+    frozen = start | _below_mask(tree, np.asarray(roots, dtype=np.int32))
+    reps: dict[int, int] = {}
+    for h in np.flatnonzero(frozen & (tree.player == 1)).tolist():
+        g = int(tree.infoset[h])
+        if g not in covered and g not in reps:
+            reps[g] = h
+    for h in reps.values():
+        while not keep[h]:
+            keep[h] = True
+            if start[h]:
+                break
+            h = int(tree.parent[h])
+    return keep
+
+
 def _subtree_signature(tree: GameTree, root: int) -> Hashable:
     """Canonical form of the subtree at `root` up to renaming of infosets (transpositions)."""
     stack = [root]
@@ -425,6 +450,8 @@ class _GState:
 
     def current_player(self) -> int:
         P = self.plan
+        if self.phantom and not P.keep_phantom[self.index]:
+            return TERMINAL  # a stub below a frozen player-1 node: reached with probability 0
         if self.tag == _ROOT:
             if not (P.branches or P.unsafe_roots):
                 return TERMINAL
@@ -673,11 +700,9 @@ def make_subgame(
             if P.sum() > 0:
                 prior = 0.5 * (P / P.sum() + 1.0 / m)
 
-    # phantom (probability-0) copies of frozen nodes that carry player-1 decisions
-    has_p1 = (tree.player == 1).astype(np.int32)
-    for a, b in reversed(_depth_slices(tree)[1:]):
-        np.maximum.at(has_p1, tree.parent[a:b], has_p1[a:b])
-    keep_phantom = has_p1.astype(np.bool_)
+    # phantom (probability-0) copies of frozen nodes: one path to each player-1 infoset that
+    # has no node in the kept subtrees (its sequences must exist for B's entries)
+    keep_phantom = _phantom_paths(tree, under, outside)
 
     unsafe_roots: tuple[tuple[int, float], ...] = ()
     if opts.kind is GadgetKind.UNSAFE:
