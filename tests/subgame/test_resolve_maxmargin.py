@@ -133,3 +133,43 @@ def test_unsafe_endgame_solving_fails_on_rock_paper_scissors() -> None:
             assert rock_value < best.value - 0.1  # the safe gadgets reject it
             assert exploitability(sw, lift(sw, s, sub, best), 0) == pytest.approx(0, abs=1e-9)
             assert best.min_margin >= -1e-9
+
+
+def test_reach_gifts_relax_margins_by_at_most_the_gift() -> None:
+    """Reach-Maxmargin: gifts g >= 0 lower the alternate values; the solution keeps
+    M(I0) >= -g(I0) (it may give back at most what player 1 gave up to get there), and its
+    min margin plus gift is at least plain Maxmargin's."""
+    rng = np.random.default_rng(5)
+    some_gift = False
+    for tree in _games():
+        s = normalize_per_infoset(tree, rng.uniform(0.1, 1.0, tree.num_slots))
+        for g in tree.infosets_of(0):
+            for k in (1, math.inf):
+                plain = make_subgame(tree, s, int(g), SubgameOptions(k=k))
+                reach = make_subgame(tree, s, int(g), SubgameOptions(k=k, reach=True))
+                if reach.is_empty:
+                    continue
+                assert np.all(reach.gifts >= 0)
+                some_gift |= bool(np.any(reach.gifts > 1e-9))
+                sol = solve_subgame(reach)
+                assert np.all(sol.margins >= -reach.gifts - 1e-9)
+                assert sol.value >= solve_subgame(plain).value - 1e-9
+    assert some_gift
+
+
+def test_blueprint_alternate_values_equal_best_response_values_at_equilibrium() -> None:
+    """Seed 001 C.2: with an equilibrium profile, u(x, y|J) = u*(x|J) wherever y reaches J."""
+    from caligo.core.strategy import realization_plan
+    from caligo.subgame.gadget import AlternateValues
+
+    for tree in _games():
+        s = solve_lp(tree).strategy
+        y = realization_plan(tree, s, 1)
+        for g in tree.infosets_of(0):
+            a = make_subgame(tree, s, int(g), SubgameOptions(k=math.inf))
+            b = make_subgame(tree, s, int(g), SubgameOptions(
+                k=math.inf, alternate_values=AlternateValues.BLUEPRINT))
+            for r, kid in enumerate(a.root_kinfo):
+                node = int(np.flatnonzero(tree.kinfo[:, 1] == kid)[0])
+                if y[tree.seq[node, 1]] > 1e-9:
+                    assert b.alternate_values[r] == pytest.approx(a.alternate_values[r], abs=1e-7)
