@@ -1,0 +1,545 @@
+"""The set P of positions a FoW chess player cannot tell apart (seed 001 section 3, appendix E.1).
+
+Obscuro "maintains the full set P of possible positions given the observations that it has seen
+so far" (seed 001 section 3): P starts as the known initial position and is updated
+
+- after the player's own move m: P <- {s.m : s in P, obs(s.m) = o}, and
+- after an opponent move: P <- {s.m : s in P, m a FoW move of s, obs(s.m) = o},
+
+where o is the observation the player actually received. Both updates run in one numba kernel
+(`_expand_kernel`): for every parent and every move it makes the move, computes the player's
+observation (`caligo.fow.observation._observe_kernel`), compares it with o, and inserts matches
+into a hash table that drops duplicates.
+
+Storage. Positions that are the same for all future play are stored once: a row is the twelve
+piece bitboards plus one packed word (side to move bit 0, castling rights bits 1-4, en-passant
+square bits 5-11), 13 uint64 = 104 bytes. The en-passant square is kept only when the side to
+move has a pawn that can capture there (otherwise it changes no future move or observation).
+Clocks and the repetition history are not stored: the 50-move and repetition draws are declared
+by the referee, who holds the true position (seed 001 appendix A; seed 000 B.1: the agent
+"ignores draw rules" for transpositions). So a P row stands for every history reaching it.
+
+Memory cap. `BeliefConfig.max_positions` bounds the stored rows. When more distinct positions are
+consistent, P becomes a uniform random sample of them, of size `max_positions`: the distinct
+children with the smallest salted hashes (a bottom-k sample; a fresh random salt per update makes
+it uniform). The set says so: `exact` is False and `size_seen` holds the number of distinct
+consistent positions the update found (exact count: every distinct child's hash is kept, at 16
+bytes, so dropping rows never loses the count). Once P is a sample, later updates run from the
+sample, so their `size_seen` is a lower bound; `exact` stays False.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import njit
+
+from caligo.fow.bitboard import PAWN_ATTACKS, U0, U1
+from caligo.fow.errors import FowError
+from caligo.fow.movegen import MAX_MOVES, gen_moves
+from caligo.fow.observation import OBS_WORDS, Observation, _observe_kernel
+from caligo.fow.position import (
+    NO_EP,
+    PAWN,
+    POS_WORDS,
+    STARTING_FEN,
+    UNDO_WORDS,
+    W_CASTLE,
+    W_CLOCKS,
+    W_EP,
+    W_STM,
+    from_fen,
+    make_move,
+    unmake_move,
+)
+
+ROW_WORDS = 13
+"""A stored position: 12 piece bitboards + packed (side | castling << 1 | ep << 5)."""
+ROW_BYTES = ROW_WORDS * 8
+
+_EMPTY = U0
+_S1 = np.uint64(1)
+_S5 = np.uint64(5)
+_M4 = np.uint64(15)
+_M7 = np.uint64(127)
+_S32 = np.uint64(32)
+
+# status codes of `_expand_kernel`
+ST_DONE = 0
+ST_GROW_ROWS = 1
+ST_GROW_TABLE = 2
+
+# state slots of `_expand_kernel` (int64 array)
+S_NEXT = 0  # next parent index
+S_ROWS = 1  # rows stored in out_rows
+S_DISTINCT = 2  # distinct matching children seen (stored or not)
+S_TESTED = 3  # candidate children tested
+S_ILLEGAL = 4  # parents where a given own move was not in the move list
+S_WORDS = 5
+
+
+class BeliefError(FowError):
+    """A belief update that cannot be right: e.g. P became empty (observations inconsistent)."""
+
+
+# --- rows ------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pack_row(pos: np.ndarray, row: np.ndarray) -> None:
+    """Write position `pos` (uint64 (16,)) as a row (uint64 (ROW_WORDS,)), normalizing ep."""
+    for i in range(12):
+        row[i] = pos[i]
+    stm = pos[W_STM]
+    ep = pos[W_EP]
+    if ep < np.uint64(64):
+        us = int(stm)
+        if not (PAWN_ATTACKS[1 - us, int(ep)] & pos[us * 6 + PAWN]):
+            ep = np.uint64(NO_EP)
+    row[12] = stm | (pos[W_CASTLE] << _S1) | (ep << _S5)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _unpack_row(row: np.ndarray, clocks: np.uint64, pos: np.ndarray) -> None:
+    """Write row (uint64 (ROW_WORDS,)) into pos (uint64 (16,)) with the given clocks word."""
+    for i in range(12):
+        pos[i] = row[i]
+    packed = row[12]
+    pos[W_STM] = packed & _S1
+    pos[W_CASTLE] = (packed >> _S1) & _M4
+    pos[W_EP] = (packed >> _S5) & _M7
+    pos[W_CLOCKS] = clocks
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mix64(x: np.uint64) -> np.uint64:
+    """splitmix64 finalizer."""
+    x ^= x >> np.uint64(30)
+    x *= np.uint64(0xBF58476D1CE4E5B9)
+    x ^= x >> np.uint64(27)
+    x *= np.uint64(0x94D049BB133111EB)
+    x ^= x >> np.uint64(31)
+    return x
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _row_hash(row: np.ndarray, salt: np.uint64) -> np.uint64:
+    """Salted 64-bit hash of a row, never 0 (0 marks an empty table slot)."""
+    h = salt
+    for i in range(ROW_WORDS):
+        h = _mix64(h ^ row[i]) + np.uint64(0x9E3779B97F4A7C15)
+    if h == _EMPTY:
+        h = U1
+    return h
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _rows_equal(a: np.ndarray, b: np.ndarray) -> bool:
+    for i in range(ROW_WORDS):
+        if a[i] != b[i]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _insert(
+    row: np.ndarray,
+    h: np.uint64,
+    threshold: np.uint64,
+    out_rows: np.ndarray,
+    out_hash: np.ndarray,
+    table_hash: np.ndarray,
+    table_idx: np.ndarray,
+    state: np.ndarray,
+) -> None:
+    """Insert a matching child: count it if new, store it if its hash is within threshold.
+
+    table_hash uint64 (T,) (0 = empty), table_idx int64 (T,) (row index, -1 = counted only);
+    T a power of two, load kept under 1/2 by the caller.
+    """
+    mask = table_hash.shape[0] - 1
+    slot = np.int64(h & np.uint64(mask))
+    while True:
+        th = table_hash[slot]
+        if th == _EMPTY:
+            break
+        if th == h:
+            idx = table_idx[slot]
+            if idx < 0 or _rows_equal(out_rows[idx], row):
+                return
+        slot = (slot + 1) & mask
+    table_hash[slot] = h
+    state[S_DISTINCT] += 1
+    if h <= threshold:
+        n = state[S_ROWS]
+        for i in range(ROW_WORDS):
+            out_rows[n, i] = row[i]
+        out_hash[n] = h
+        table_idx[slot] = n
+        state[S_ROWS] = n + 1
+    else:
+        table_idx[slot] = -1
+
+
+@njit(cache=True, nogil=True)
+def _expand_kernel(
+    rows: np.ndarray,
+    n_rows: int,
+    player: int,
+    target: np.ndarray,
+    own_move: int,
+    clocks: np.uint64,
+    salt: np.uint64,
+    threshold: np.uint64,
+    out_rows: np.ndarray,
+    out_hash: np.ndarray,
+    table_hash: np.ndarray,
+    table_idx: np.ndarray,
+    state: np.ndarray,
+) -> int:
+    """Expand parents state[S_NEXT].. into the children whose observation equals `target`.
+
+    rows uint64 (>= n_rows, ROW_WORDS): parents. player: the observer. target uint64
+    (OBS_WORDS,): the observation received. own_move: the observer's move (a uint16 value), or
+    -1 to try every move of the side to move (an opponent ply). clocks: clocks word for the
+    unpacked parents (not observed, not stored). salt, threshold: hashing and admission (see
+    `_insert`). out_rows uint64 (R, ROW_WORDS), out_hash uint64 (R,), table_hash uint64 (T,),
+    table_idx int64 (T,), state int64 (S_WORDS,): in/out counters.
+    Returns ST_DONE, or ST_GROW_ROWS / ST_GROW_TABLE when it stopped (at a parent boundary) for
+    more room; call again after growing.
+    """
+    pos = np.empty(POS_WORDS, dtype=np.uint64)
+    undo = np.empty(UNDO_WORDS, dtype=np.uint64)
+    obs = np.empty(OBS_WORDS, dtype=np.uint64)
+    moves = np.empty(MAX_MOVES, dtype=np.uint16)
+    child_row = np.empty(ROW_WORDS, dtype=np.uint64)
+    half_table = table_hash.shape[0] >> 1
+    cap_rows = out_rows.shape[0]
+    i = state[S_NEXT]
+    while i < n_rows:
+        if state[S_ROWS] + MAX_MOVES > cap_rows:
+            state[S_NEXT] = i
+            return ST_GROW_ROWS
+        if state[S_DISTINCT] + MAX_MOVES > half_table:
+            state[S_NEXT] = i
+            return ST_GROW_TABLE
+        _unpack_row(rows[i], clocks, pos)
+        n = gen_moves(pos, moves)
+        if n > MAX_MOVES:
+            n = MAX_MOVES
+        found = False
+        for k in range(n):
+            m = moves[k]
+            if own_move >= 0:
+                if int(m) != own_move:
+                    continue
+                found = True
+            state[S_TESTED] += 1
+            make_move(pos, m, undo)
+            _observe_kernel(pos, player, obs)
+            same = True
+            for w in range(OBS_WORDS):
+                if obs[w] != target[w]:
+                    same = False
+                    break
+            if same:
+                _pack_row(pos, child_row)
+                h = _row_hash(child_row, salt)
+                _insert(child_row, h, threshold, out_rows, out_hash, table_hash, table_idx, state)
+            unmake_move(pos, m, undo)
+        if own_move >= 0 and not found:
+            state[S_ILLEGAL] += 1
+        i += 1
+    state[S_NEXT] = n_rows
+    return ST_DONE
+
+
+@njit(cache=True, nogil=True)
+def _rehash(
+    old_hash: np.ndarray, old_idx: np.ndarray, new_hash: np.ndarray, new_idx: np.ndarray
+) -> int:
+    """Move every entry of an old table into an empty new one (both power-of-two sized)."""
+    mask = new_hash.shape[0] - 1
+    moved = 0
+    for s in range(old_hash.shape[0]):
+        h = old_hash[s]
+        if h == _EMPTY:
+            continue
+        slot = np.int64(h & np.uint64(mask))
+        while new_hash[slot] != _EMPTY:
+            slot = (slot + 1) & mask
+        new_hash[slot] = h
+        new_idx[slot] = old_idx[s]
+        moved += 1
+    return moved
+
+
+@njit(cache=True, nogil=True)
+def _trim(
+    out_rows: np.ndarray,
+    out_hash: np.ndarray,
+    n: int,
+    keep: int,
+    table_hash: np.ndarray,
+    table_idx: np.ndarray,
+) -> np.uint64:
+    """Keep the `keep` stored rows of smallest hash, compacting them; return the new threshold.
+
+    Evicted rows stay counted: their table entries get index -1. Inputs as in `_insert`.
+    """
+    srt = np.sort(out_hash[:n])
+    t = srt[keep - 1]
+    mask = table_hash.shape[0] - 1
+    w = 0
+    for r in range(n):
+        h = out_hash[r]
+        slot = np.int64(h & np.uint64(mask))
+        while table_idx[slot] != r or table_hash[slot] != h:
+            slot = (slot + 1) & mask
+        if h <= t and w < keep:
+            if w != r:
+                for j in range(ROW_WORDS):
+                    out_rows[w, j] = out_rows[r, j]
+                out_hash[w] = h
+            table_idx[slot] = w
+            w += 1
+        else:
+            table_idx[slot] = -1
+    return t
+
+
+@njit(cache=True, nogil=True)
+def _pack_many(positions: np.ndarray, out: np.ndarray) -> int:
+    """Pack positions uint64 (n, 16) into rows uint64 (n, ROW_WORDS); return n."""
+    for i in range(positions.shape[0]):
+        _pack_row(positions[i], out[i])
+    return positions.shape[0]
+
+
+@njit(cache=True, nogil=True)
+def _unpack_many(rows: np.ndarray, clocks: np.uint64, out: np.ndarray) -> int:
+    """Unpack rows uint64 (n, ROW_WORDS) into positions uint64 (n, 16); return n."""
+    for i in range(rows.shape[0]):
+        _unpack_row(rows[i], clocks, out[i])
+    return rows.shape[0]
+
+
+# --- public layer ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BeliefConfig:
+    """Settings of a belief set: memory cap (stored positions) and the sampling seed."""
+
+    max_positions: int = 4_000_000
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_positions, int) or self.max_positions < 1:
+            raise ValueError(f"max_positions must be a positive int, got {self.max_positions!r}")
+
+
+@dataclass(frozen=True)
+class UpdateStats:
+    """What one update did: candidate children tested, distinct matches, parents lacking the
+    own move (always 0 unless observations and moves disagree)."""
+
+    tested: int
+    distinct: int
+    illegal_parents: int
+
+
+@dataclass(frozen=True, eq=False)
+class BeliefSet:
+    """A player's set P of possible positions: rows uint64 (n, ROW_WORDS), one per position.
+
+    `exact` is False once the memory cap forced a uniform subsample; `size_seen` is then the
+    number of distinct consistent positions found by the last update (see the module docstring).
+    `ply` counts plies since the initial position; `fullmove0` is its full-move number.
+    """
+
+    player: int
+    rows: np.ndarray
+    ply: int
+    exact: bool
+    size_seen: int
+    config: BeliefConfig = field(default_factory=BeliefConfig)
+    fullmove0: int = 1
+    last: UpdateStats | None = None
+
+    @classmethod
+    def initial(
+        cls, player: int, fen: str = STARTING_FEN, config: BeliefConfig | None = None
+    ) -> BeliefSet:
+        """Return P = {the initial position} (both players know it) for `player`."""
+        if player not in (0, 1):
+            raise ValueError(f"player must be 0 (white) or 1 (black), got {player!r}")
+        pos = from_fen(fen)
+        rows = np.empty((1, ROW_WORDS), dtype=np.uint64)
+        _pack_many(pos[None, :], rows)
+        return cls(
+            player=player,
+            rows=rows,
+            ply=0,
+            exact=True,
+            size_seen=1,
+            config=config or BeliefConfig(),
+            fullmove0=int(pos[W_CLOCKS]) >> 32,
+        )
+
+    def __len__(self) -> int:
+        return int(self.rows.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the stored rows."""
+        return int(self.rows.nbytes)
+
+    def _clocks(self) -> np.uint64:
+        return np.uint64((self.fullmove0 + self.ply // 2) << 32)
+
+    def positions(self, index: np.ndarray | None = None) -> np.ndarray:
+        """Return stored positions as uint64 (k, 16) arrays (clocks not tracked: halfmove 0)."""
+        rows = self.rows if index is None else self.rows[index]
+        out = np.empty((rows.shape[0], POS_WORDS), dtype=np.uint64)
+        _unpack_many(np.ascontiguousarray(rows), self._clocks(), out)
+        return out
+
+    def sample(self, k: int, rng: np.random.Generator | None = None) -> np.ndarray:
+        """Return min(k, |P|) positions drawn uniformly without replacement, uint64 (k, 16)."""
+        if k < 0:
+            raise ValueError(f"sample size must be >= 0, got {k!r}")
+        rng = rng if rng is not None else np.random.default_rng(self.config.seed)
+        idx = rng.choice(len(self), size=min(k, len(self)), replace=False)
+        return self.positions(np.sort(idx))
+
+    def contains(self, pos: np.ndarray) -> bool:
+        """Return True if position `pos` (uint64 (16,)) is in P (clocks ignored)."""
+        key = np.empty((1, ROW_WORDS), dtype=np.uint64)
+        _pack_many(np.ascontiguousarray(pos, dtype=np.uint64)[None, :], key)
+        return bool(np.any(np.all(self.rows == key[0], axis=1)))
+
+    def update_own_move(self, move: int, obs: Observation) -> BeliefSet:
+        """Return P after the player's own `move` (uint16 value) and the observation after it."""
+        if not 0 < int(move) < 1 << 16:
+            raise ValueError(f"move must be a non-zero uint16 value, got {move!r}")
+        return self._update(int(move), obs)
+
+    def update_opponent_move(self, obs: Observation) -> BeliefSet:
+        """Return P after an unseen opponent move, given the observation received after it."""
+        return self._update(-1, obs)
+
+    def _update(self, own_move: int, obs: Observation) -> BeliefSet:
+        if obs.player != self.player:
+            raise ValueError(f"observation of player {obs.player} given to player {self.player}")
+        mover = int(self.rows[0, 12] & 1) if len(self) else -1
+        if (own_move >= 0) != (mover == self.player):
+            who = "own" if own_move >= 0 else "opponent"
+            raise BeliefError(f"{who} move update at ply {self.ply}, but side {mover} is to move")
+        rows, distinct, tested, illegal = _expand(
+            self.rows,
+            self.player,
+            obs.to_array(),
+            own_move,
+            self._clocks(),
+            self.config,
+            np.random.default_rng([self.config.seed, self.ply]),
+        )
+        if rows.shape[0] == 0:
+            raise BeliefError(
+                f"no position is consistent with observation {obs.dark_fen()!r} at ply "
+                f"{self.ply + 1} (player {self.player})"
+            )
+        return BeliefSet(
+            player=self.player,
+            rows=rows,
+            ply=self.ply + 1,
+            exact=self.exact and distinct == rows.shape[0],
+            size_seen=distinct,
+            config=self.config,
+            fullmove0=self.fullmove0,
+            last=UpdateStats(tested=tested, distinct=distinct, illegal_parents=illegal),
+        )
+
+
+def _expand(
+    rows: np.ndarray,
+    player: int,
+    target: np.ndarray,
+    own_move: int,
+    clocks: np.uint64,
+    config: BeliefConfig,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, int, int, int]:
+    """Run `_expand_kernel` to completion, growing buffers and trimming at the cap.
+
+    Returns (rows uint64 (k, ROW_WORDS) with k <= max_positions, distinct, tested, illegal).
+    """
+    cap = config.max_positions
+    salt = np.uint64(rng.integers(0, 2**64 - 1, dtype=np.uint64, endpoint=True))
+    threshold = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+    row_cap = min(max(1024, 4 * rows.shape[0]), 2 * cap + MAX_MOVES)
+    out_rows = np.empty((row_cap, ROW_WORDS), dtype=np.uint64)
+    out_hash = np.empty(row_cap, dtype=np.uint64)
+    tsize = 1 << max(11, int(2 * row_cap).bit_length())
+    table_hash = np.zeros(tsize, dtype=np.uint64)
+    table_idx = np.full(tsize, -1, dtype=np.int64)
+    state = np.zeros(S_WORDS, dtype=np.int64)
+    src = np.ascontiguousarray(rows)
+    while True:
+        status = _expand_kernel(
+            src, src.shape[0], player, target, own_move, clocks, salt, threshold,
+            out_rows, out_hash, table_hash, table_idx, state,
+        )  # fmt: skip
+        if status == ST_DONE:
+            break
+        if status == ST_GROW_TABLE:
+            new_hash = np.zeros(2 * table_hash.shape[0], dtype=np.uint64)
+            new_idx = np.full(2 * table_hash.shape[0], -1, dtype=np.int64)
+            _rehash(table_hash, table_idx, new_hash, new_idx)
+            table_hash, table_idx = new_hash, new_idx
+        elif out_rows.shape[0] < 2 * cap + MAX_MOVES:
+            grown = min(2 * out_rows.shape[0], 2 * cap + MAX_MOVES)
+            out_rows = np.concatenate(
+                [out_rows, np.empty((grown - out_rows.shape[0], ROW_WORDS), dtype=np.uint64)]
+            )
+            out_hash = np.concatenate(
+                [out_hash, np.empty(grown - out_hash.shape[0], dtype=np.uint64)]
+            )
+        else:
+            threshold = np.uint64(
+                _trim(out_rows, out_hash, int(state[S_ROWS]), cap, table_hash, table_idx)
+            )
+            state[S_ROWS] = cap
+    n = int(state[S_ROWS])
+    if n > cap:
+        _trim(out_rows, out_hash, n, cap, table_hash, table_idx)
+        n = cap
+    return (
+        out_rows[:n].copy(),
+        int(state[S_DISTINCT]),
+        int(state[S_TESTED]),
+        int(state[S_ILLEGAL]),
+    )
+
+
+def pack_positions(positions: np.ndarray) -> np.ndarray:
+    """Return the rows (uint64 (n, ROW_WORDS)) of positions uint64 (n, 16) (ep normalized)."""
+    positions = np.ascontiguousarray(positions, dtype=np.uint64)
+    if positions.ndim != 2 or positions.shape[1] != POS_WORDS:
+        raise ValueError(f"positions must have shape (n, {POS_WORDS}), got {positions.shape}")
+    out = np.empty((positions.shape[0], ROW_WORDS), dtype=np.uint64)
+    _pack_many(positions, out)
+    return out
+
+
+__all__ = [
+    "ROW_BYTES",
+    "ROW_WORDS",
+    "BeliefConfig",
+    "BeliefError",
+    "BeliefSet",
+    "UpdateStats",
+    "pack_positions",
+]

@@ -1,0 +1,306 @@
+"""The belief set P: the true position is always in it, and it equals a python-chess reference.
+
+Expected values come from (a) the true position, known to the test while each player only sees
+their observations: by definition it is consistent with them, so it must be in P whenever P is
+exact; (b) a slow pure-Python belief update built on python-chess (`_reference_update`): every
+FoW move (python-chess pseudo-legal moves + FoW castling, `fow_moves_reference`) of every
+position, kept when python-chess's `observe_reference` equals the observation received, deduped
+by a key built from python-chess's board (pieces, side, castling, en passant when a pawn of the
+side to move can capture there); (c) an uncapped run for the memory-cap tests.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import chess
+import numpy as np
+import pytest
+
+from caligo.fow.belief import (
+    ROW_BYTES,
+    ROW_WORDS,
+    BeliefConfig,
+    BeliefError,
+    BeliefSet,
+    _expand_kernel,
+    pack_positions,
+)
+from caligo.fow.movegen import legal_moves
+from caligo.fow.observation import fow_moves_reference, observe, observe_reference
+from caligo.fow.position import (
+    BLACK,
+    STARTING_FEN,
+    UNDO_WORDS,
+    WHITE,
+    from_fen,
+    make_move,
+    move_from_uci,
+    move_to_uci,
+    to_fen,
+)
+
+SHORT = os.environ.get("CALIGO_SHORT") == "1"
+_UNDO = np.empty(UNDO_WORDS, dtype=np.uint64)
+
+
+def _play(pos: np.ndarray, move: int) -> None:
+    make_move(pos, move, _UNDO)
+
+
+def _over(pos: np.ndarray) -> bool:
+    return int(pos[5]) == 0 or int(pos[11]) == 0
+
+
+def _track(start_fen: str, plies: int, rng: random.Random, cap: int) -> tuple[int, int]:
+    """Play random FoW moves from `start_fen`; check the true position is in both players' P.
+
+    Returns (checks made with P exact, checks skipped because P was a capped sample).
+    """
+    pos = from_fen(start_fen)
+    cfg = BeliefConfig(max_positions=cap, seed=rng.randrange(2**32))
+    beliefs = [BeliefSet.initial(WHITE, start_fen, cfg), BeliefSet.initial(BLACK, start_fen, cfg)]
+    exact_checks = skipped = 0
+    for _ in range(plies):
+        if _over(pos):
+            break
+        moves = legal_moves(pos)
+        if not moves:
+            break
+        move = rng.choice(moves)
+        mover = int(pos[12])
+        _play(pos, move)
+        for p in (WHITE, BLACK):
+            obs = observe(pos, p)
+            b = beliefs[p]
+            beliefs[p] = b.update_own_move(move, obs) if p == mover else b.update_opponent_move(obs)
+            assert beliefs[p].last is not None and beliefs[p].last.illegal_parents == 0
+            if beliefs[p].exact:
+                assert beliefs[p].contains(pos), (start_fen, to_fen(pos), p)
+                assert len(beliefs[p]) == beliefs[p].size_seen
+                exact_checks += 1
+            else:
+                skipped += 1
+    return exact_checks, skipped
+
+
+def _random_midgame_fens(n: int, rng: random.Random) -> list[str]:
+    """FENs reached by 16-70 random FoW plies from the start (python-chess reference moves)."""
+    out: list[str] = []
+    while len(out) < n:
+        board = chess.Board()
+        for _ in range(rng.randrange(16, 70)):
+            moves = fow_moves_reference(board)
+            if not moves:
+                break
+            board.push(rng.choice(moves))
+        if board.king(chess.WHITE) is None or board.king(chess.BLACK) is None:
+            continue
+        out.append(board.fen(en_passant="fen"))
+    return out
+
+
+def test_true_position_in_p_from_the_start() -> None:
+    rng = random.Random(2024)
+    games = 2000 if SHORT else 4000
+    exact = skipped = 0
+    for _ in range(games):
+        e, s = _track(STARTING_FEN, 6, rng, cap=20000)
+        exact += e
+        skipped += s
+    assert exact >= games * 11  # 12 checks a game, a few games end early
+    assert skipped == 0
+
+
+def test_true_position_in_p_from_midgame_starts() -> None:
+    rng = random.Random(7)
+    fens = _random_midgame_fens(150 if SHORT else 400, rng)
+    exact = skipped = 0
+    for fen in fens:
+        e, s = _track(fen, 10, rng, cap=20000)
+        exact += e
+        skipped += s
+    assert exact > 15 * len(fens)
+    assert skipped < exact // 10
+
+
+@pytest.mark.slow
+def test_true_position_in_p_long_games() -> None:
+    rng = random.Random(99)
+    games = 12 if SHORT else 300
+    exact = 0
+    for _ in range(games):
+        e, _s = _track(STARTING_FEN, 16, rng, cap=50000)
+        exact += e
+    assert exact > games * 10
+
+
+# --- against the pure-Python reference -------------------------------------------------------
+
+
+def _ref_key(board: chess.Board) -> tuple[str, bool, int, int | None]:
+    ep = board.ep_square if board.has_pseudo_legal_en_passant() else None
+    return (board.board_fen(), board.turn, board.castling_rights, ep)
+
+
+def _reference_update(
+    boards: dict[tuple[str, bool, int, int | None], chess.Board],
+    player: int,
+    obs_fen: str,
+    own_move: str | None,
+) -> dict[tuple[str, bool, int, int | None], chess.Board]:
+    out: dict[tuple[str, bool, int, int | None], chess.Board] = {}
+    for board in boards.values():
+        for move in fow_moves_reference(board):
+            if own_move is not None and move.uci() != own_move:
+                continue
+            child = board.copy(stack=False)
+            child.push(move)
+            if observe_reference(child, player).dark_fen() == obs_fen:
+                out.setdefault(_ref_key(child), child)
+    return out
+
+
+def _rows_of(boards: dict[tuple[str, bool, int, int | None], chess.Board]) -> set[bytes]:
+    positions = np.stack([from_fen(b.fen(en_passant="fen")) for b in boards.values()])
+    return {row.tobytes() for row in pack_positions(positions)}
+
+
+def test_update_equals_python_chess_reference() -> None:
+    rng = random.Random(5)
+    fens = [STARTING_FEN, *_random_midgame_fens(12 if SHORT else 30, rng)]
+    compared = 0
+    for fen in fens:
+        pos = from_fen(fen)
+        beliefs = [BeliefSet.initial(p, fen) for p in (WHITE, BLACK)]
+        start = chess.Board(fen)
+        refs = [{_ref_key(start): start}, {_ref_key(start): start.copy()}]
+        for _ in range(8):
+            moves = legal_moves(pos)
+            if _over(pos) or not moves:
+                break
+            move = rng.choice(moves)
+            uci = move_to_uci(move)
+            mover = int(pos[12])
+            _play(pos, move)
+            for p in (WHITE, BLACK):
+                if refs[p] is None:
+                    continue
+                obs = observe(pos, p)
+                own = uci if p == mover else None
+                b = beliefs[p]
+                beliefs[p] = b.update_own_move(move, obs) if own else b.update_opponent_move(obs)
+                refs[p] = _reference_update(refs[p], p, obs.dark_fen(), own)
+                ours = {row.tobytes() for row in beliefs[p].rows}
+                assert ours == _rows_of(refs[p]), (fen, to_fen(pos), p)
+                compared += 1
+                if len(refs[p]) > 150:  # keep the slow reference affordable
+                    refs[p] = None  # type: ignore[assignment]
+    assert compared > 60
+
+
+def test_pack_normalizes_en_passant_like_python_chess() -> None:
+    # Expected: python-chess's has_pseudo_legal_en_passant decides whether the square matters.
+    for fen, kept in (
+        ("rnbqkbnr/ppp1pppp/8/8/3pP3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 3", True),
+        ("rnbqkbnr/pppp1ppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1", False),
+    ):
+        row = pack_positions(from_fen(fen)[None, :])[0]
+        assert ((int(row[12]) >> 5) & 127 == 20) == kept
+        assert chess.Board(fen).has_pseudo_legal_en_passant() == kept
+
+
+# --- cap, sampling, storage, errors -----------------------------------------------------------
+
+
+def _opening_beliefs(cap: int, seed: int = 0) -> tuple[BeliefSet, BeliefSet, np.ndarray]:
+    """Black's P after 1.Nf3 Nc6 2.Nc3 Nf6 3.e3 (capped, and uncapped), and the true position."""
+    pos = from_fen(STARTING_FEN)
+    b = BeliefSet.initial(BLACK, config=BeliefConfig(max_positions=cap, seed=seed))
+    full = BeliefSet.initial(BLACK)
+    for uci in ("g1f3", "b8c6", "b1c3", "g8f6", "e2e3"):
+        move = move_from_uci(pos, uci)
+        mover = int(pos[12])
+        _play(pos, move)
+        obs = observe(pos, BLACK)
+        if mover == BLACK:
+            b, full = b.update_own_move(move, obs), full.update_own_move(move, obs)
+        else:
+            b, full = b.update_opponent_move(obs), full.update_opponent_move(obs)
+    return b, full, pos
+
+
+def test_memory_cap_gives_a_flagged_uniform_subsample() -> None:
+    _, full, _ = _opening_beliefs(cap=10**6)
+    assert full.exact and len(full) > 300
+    universe = {row.tobytes() for row in full.rows}
+    cap = len(full) // 4
+    counts: dict[bytes, int] = {}
+    runs = 200
+    for seed in range(runs):
+        capped, _, _ = _opening_beliefs(cap=cap, seed=seed)
+        assert not capped.exact
+        assert len(capped) == cap
+        assert capped.size_seen == len(full)  # the true size is reported, not lost
+        rows = {row.tobytes() for row in capped.rows}
+        assert len(rows) == cap and rows <= universe
+        for r in rows:
+            counts[r] = counts.get(r, 0) + 1
+    # inclusion frequency of every position ~ cap/|P| (binomial; 6 sigma band)
+    p = cap / len(full)
+    freq = np.array([counts.get(r, 0) for r in universe]) / runs
+    sigma = np.sqrt(p * (1 - p) / runs)
+    assert np.all(np.abs(freq - p) < 6 * sigma)
+    assert abs(freq.mean() - p) < 1e-9
+
+
+def test_sample_is_uniform_without_replacement() -> None:
+    _, full, _ = _opening_beliefs(cap=10**6)
+    rng = np.random.default_rng(3)
+    k = 10
+    hits = np.zeros(len(full))
+    keys = {row.tobytes(): i for i, row in enumerate(full.rows)}
+    for _ in range(400):
+        sample = full.sample(k, rng)
+        rows = pack_positions(sample)
+        idx = [keys[r.tobytes()] for r in rows]
+        assert len(set(idx)) == k
+        hits[idx] += 1
+    assert abs(hits.mean() - 400 * k / len(full)) < 1e-9
+    assert full.sample(10**9).shape == (len(full), 16)
+
+
+def test_storage_is_104_bytes_a_position() -> None:
+    _, full, _ = _opening_beliefs(cap=10**6)
+    assert ROW_WORDS == 13 and ROW_BYTES == 104
+    assert full.nbytes == 104 * len(full)
+
+
+def test_inconsistent_observation_raises() -> None:
+    pos = from_fen(STARTING_FEN)
+    b = BeliefSet.initial(BLACK)
+    _play(pos, move_from_uci(pos, "e2e4"))
+    # an observation with black's own pawn gone is inconsistent with every white move
+    gone = observe(from_fen("rnbqkbnr/1ppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR b KQkq - 0 1"), BLACK)
+    with pytest.raises(BeliefError, match="no position is consistent"):
+        b.update_opponent_move(gone)
+    with pytest.raises(BeliefError, match="opponent move update"):
+        BeliefSet.initial(WHITE).update_opponent_move(observe(pos, WHITE))
+    with pytest.raises(ValueError, match="observation of player"):
+        b.update_opponent_move(observe(pos, WHITE))
+
+
+def test_kernel_signature_is_uint64_throughout() -> None:
+    BeliefSet.initial(WHITE).update_own_move(
+        move_from_uci(from_fen(STARTING_FEN), "e2e4"),
+        observe(from_fen("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1"), WHITE),
+    )
+    from numba import types
+
+    rows2d = types.Array(types.uint64, 2, "C")
+    words = types.Array(types.uint64, 1, "C")
+    for sig in _expand_kernel.signatures:
+        assert sig[0] == rows2d and sig[3] == words and sig[8] == rows2d  # rows, target, out
+        assert sig[5] == sig[6] == sig[7] == types.uint64  # clocks, salt, threshold
+        assert not any(isinstance(t, types.Float) for t in sig)
