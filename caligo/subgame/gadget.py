@@ -773,6 +773,8 @@ def make_subgame(
         allr = np.concatenate(root_nodes)
         unsafe_total = float(np.sum(p[allr] * xr[allr] * yr[allr]))
     sigma = R / D if m else np.zeros(0)
+    all_z = tree.terminals()
+    out_region = _region_of(tree, outside) if m else np.full(tree.num_nodes, -1)
     for r in range(m):
         if opts.kind is GadgetKind.UNSAFE:
             ybase = float(yr[root_nodes[r][0]])
@@ -780,19 +782,16 @@ def make_subgame(
         else:
             scale = prior[r] / D[r]
             top[branch_seq[r]] += prior[r] * (-V[r] / D[r] + gifts[r] * sigma[r])
-        # lines 26-27: frozen terminals below I0 \ K
-        zs = tree.terminals()
-        out_mask = np.zeros(tree.num_nodes, dtype=np.bool_)
-        out_mask[outside[r]] = True
-        out_mask |= _below_mask(tree, outside[r]) if outside[r].size else out_mask
-        zs = zs[out_mask[zs]]
-        for zz in zs:
-            val = p[zz] * xr[zz] * tree.utility[zz] * scale
-            if val != 0.0:
-                gs_ = gadget_seq(r, int(tree.seq[zz, 1]))
-                top[gs_] += val
+        # lines 26-27: frozen terminals below I0 \ K, summed per player-1 sequence first
+        zs = all_z[out_region[all_z] == r]
+        if zs.size:
+            val = p[zs] * xr[zs] * tree.utility[zs] * scale
+            per_seq = np.bincount(tree.seq[zs, 1], weights=val, minlength=tree.num_sequences[1])
+            for sq in np.flatnonzero(per_seq):
+                gs_ = gadget_seq(r, int(sq))
+                top[gs_] += per_seq[sq]
                 if gs_ == branch_seq[r]:
-                    base_outside[r] += val
+                    base_outside[r] += per_seq[sq]
         # lines 24-25: carried-over B strictly below s(I0)
         if Bin is not None:
             for sq in np.flatnonzero(src_top):
