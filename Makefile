@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 
 run: $(STAMP)
 	$(BIN)/caligo games stats
-	$(BIN)/caligo solve leduc_poker --algo cfr+ --iters 300
+	$(BIN)/caligo solve leduc_poker --algo cfr+ --iters 2000
 
 lint: $(STAMP)
 	$(BIN)/ruff check caligo tests benchmarks
