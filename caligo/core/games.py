@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 
 from caligo.core import builtin_games, random_games
+from caligo.core.figure1 import figure1
 from caligo.core.game import Game, UnknownGameError
 from caligo.core.tree import DEFAULT_MAX_NODES, GameTree, build_tree
 
@@ -20,6 +21,7 @@ BUILTINS: dict[str, Callable[..., Game]] = {
     "matching_pennies_n": builtin_games.matching_pennies_n,
     "rock_paper_scissors": builtin_games.rock_paper_scissors,
     "random_game": random_games.random_game,
+    "figure1": figure1,
 }
 
 
@@ -65,4 +67,3 @@ def load_game(spec: str, max_nodes: int = DEFAULT_MAX_NODES) -> GameTree:
     return build_tree(game_definition(spec), max_nodes=max_nodes)
 
 
-import caligo.subgame.figure1  # noqa: E402,F401  registers the built-in "figure1" (seed 000 Figure 1)

@@ -1,4 +1,4 @@
-"""The example game of seed 000 Figure 1 (section 5, appendix C), registered as `figure1`.
+"""The example game of seed 000 Figure 1 (section 5, appendix C), loadable as `figure1`.
 
 A modified 4-matching pennies with player 0 (red, ⊕) moving first. Chance picks the root's
 child n in {1, 2, 3, 4, e} uniformly. Player 0 observes R1 for n in {1, 2}, R3 for n in {3, 4};
@@ -24,7 +24,6 @@ from collections.abc import Hashable, Sequence
 
 from caligo.core.builtin_games import TableGame
 from caligo.core.game import CHANCE, TERMINAL
-from caligo.core.games import register_builtin
 
 H, T = 10, 11  # distinct from the chance outcomes 1..5
 E = 5
@@ -62,5 +61,3 @@ def figure1() -> TableGame:
     names = {H: "h", T: "t", 1: "1", 2: "2", 3: "3", 4: "4", E: "e"}
     return TableGame("figure1", player_fn, actions_fn, observe_fn, utility_fn, names)
 
-
-register_builtin("figure1", figure1)
