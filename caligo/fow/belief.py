@@ -354,8 +354,9 @@ class UpdateStats:
 class BeliefSet:
     """A player's set P of possible positions: rows uint64 (n, ROW_WORDS), one per position.
 
-    `exact` is False once the memory cap forced a uniform subsample; `size_seen` is then the
-    number of distinct consistent positions found by the last update (see the module docstring).
+    `exact` is False once the memory cap forced a uniform subsample; `size_seen` is the number
+    of distinct consistent positions found by the last update: the true |P| when `size_exact`
+    (the update ran from an exact P), a lower bound otherwise (see the module docstring).
     `ply` counts plies since the initial position; `fullmove0` is its full-move number.
     """
 
@@ -364,6 +365,7 @@ class BeliefSet:
     ply: int
     exact: bool
     size_seen: int
+    size_exact: bool = True
     config: BeliefConfig = field(default_factory=BeliefConfig)
     fullmove0: int = 1
     last: UpdateStats | None = None
@@ -446,10 +448,16 @@ class BeliefSet:
             self.config,
             np.random.default_rng([self.config.seed, self.ply]),
         )
-        if rows.shape[0] == 0:
+        if rows.shape[0] == 0 and self.exact:
             raise BeliefError(
                 f"no position is consistent with observation {obs.dark_fen()!r} at ply "
                 f"{self.ply + 1} (player {self.player})"
+            )
+        if rows.shape[0] == 0:
+            raise BeliefError(
+                f"the subsample of P (max_positions={self.config.max_positions}) holds no "
+                f"position consistent with observation {obs.dark_fen()!r} at ply {self.ply + 1} "
+                f"(player {self.player}); the true P is not empty: raise max_positions"
             )
         return BeliefSet(
             player=self.player,
@@ -457,6 +465,7 @@ class BeliefSet:
             ply=self.ply + 1,
             exact=self.exact and distinct == rows.shape[0],
             size_seen=distinct,
+            size_exact=self.exact,
             config=self.config,
             fullmove0=self.fullmove0,
             last=UpdateStats(tested=tested, distinct=distinct, illegal_parents=illegal),

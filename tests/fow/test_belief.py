@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import random
+from pathlib import Path
 
 import chess
 import numpy as np
@@ -304,3 +305,26 @@ def test_kernel_signature_is_uint64_throughout() -> None:
         assert sig[0] == rows2d and sig[3] == words and sig[8] == rows2d  # rows, target, out
         assert sig[5] == sig[6] == sig[7] == types.uint64  # clocks, salt, threshold
         assert not any(isinstance(t, types.Float) for t in sig)
+
+
+def test_cli_prints_the_size_of_p_after_every_ply(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from caligo.cli import main
+    from caligo.fow.notation import write_pgn
+
+    pos = from_fen(STARTING_FEN)
+    moves = []
+    for uci in ("e2e4", "b7b6", "g2g3", "c8a6"):
+        move = move_from_uci(pos, uci)
+        moves.append(move)
+        _play(pos, move)
+    pgn = tmp_path / "game.pgn"
+    pgn.write_text(write_pgn(moves))
+    assert main(["fow", "belief", str(pgn), "--as", "black"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]
+    # black: 1 start position; after 1.e4 all 20 white first moves are possible (black sees
+    # ranks 5-8 only); 1...b6 reveals nothing of white (the b6 pawn sees b5; its diagonals a5,
+    # c5 are empty; the c8 bishop now sees b7, a6)
+    assert [r[2] for r in rows[:3]] == ["1", "20", "20"]
+    assert [r[1] for r in rows] == ["start", "e4", "b6", "g3", "Ba6"]
