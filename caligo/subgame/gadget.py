@@ -265,6 +265,20 @@ def _node_slot(tree: GameTree, strategy: FloatArray) -> FloatArray:
     return prob
 
 
+def first_node_of_infoset(tree: GameTree) -> IntArray:
+    """The smallest node id of each decision infoset (cached on the tree)."""
+    key = "subgame_first_node"
+    cached = tree._cache.get(key)
+    if cached is None:
+        first = np.full(tree.num_infosets, -1, dtype=np.int32)
+        ids, idx = np.unique(tree.infoset, return_index=True)
+        ok = ids >= 0
+        first[ids[ok]] = idx[ok]
+        cached = first
+        tree._cache[key] = cached
+    return cached  # type: ignore[return-value]
+
+
 def _top_row(extra: sp.spmatrix | None, n1: int) -> FloatArray:
     out = np.zeros(n1, dtype=np.float64)
     if extra is not None:
@@ -775,6 +789,11 @@ def make_subgame(
     sigma = R / D if m else np.zeros(0)
     all_z = tree.terminals()
     out_region = _region_of(tree, outside) if m else np.full(tree.num_nodes, -1)
+    # the region of each carried-over B column: that of the first node of its infoset
+    carried = np.flatnonzero(src_top)
+    carried = carried[carried != 0]
+    carried_node = first_node_of_infoset(tree)[tree.seq_infoset[1][carried]]
+    carried_region = np.where(carried_node >= 0, region[np.maximum(carried_node, 0)], -1)
     for r in range(m):
         if opts.kind is GadgetKind.UNSAFE:
             ybase = float(yr[root_nodes[r][0]])
@@ -793,14 +812,10 @@ def make_subgame(
                 if gs_ == branch_seq[r]:
                     base_outside[r] += per_seq[sq]
         # lines 24-25: carried-over B strictly below s(I0)
-        if Bin is not None:
-            for sq in np.flatnonzero(src_top):
-                if sq == 0 or sq == base_seq[r]:
-                    continue
-                j = int(tree.seq_infoset[1][sq])
-                jn = np.flatnonzero(tree.infoset == j)
-                if jn.size and region[jn[0]] == r:
-                    top[gadget_seq(r, int(sq))] += src_top[sq] * scale
+        for sq in carried[carried_region == r]:
+            if sq == base_seq[r]:
+                continue
+            top[gadget_seq(r, int(sq))] += src_top[sq] * scale
     nz = np.flatnonzero(top)
     extra = sp.csr_matrix(
         (top[nz], (np.zeros(nz.size, dtype=np.int64), nz)),

@@ -52,6 +52,7 @@ from caligo.subgame.gadget import (
     SubgameError,
     SubgameOptions,
     _region_of,
+    first_node_of_infoset,
     make_subgame,
 )
 
@@ -93,7 +94,7 @@ def make_safe_klss_subgame(
         if seq in branch:
             return branch[seq]
         j = int(gt.seq_infoset[1][seq])
-        return int(region[int(np.flatnonzero(gt.infoset == j)[0])])
+        return int(region[int(first_node_of_infoset(gt)[j])])
 
     top = np.zeros(gt.num_sequences[1])
     old = sp.csr_matrix(plain.extra).tocoo()
