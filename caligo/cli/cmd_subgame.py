@@ -28,6 +28,8 @@ def _table1(args: argparse.Namespace) -> int:
     config = t1.Table1Config(epsilon=args.epsilon)
     if args.quick:
         config = t1.quick_config(config)
+    if args.rows:
+        config = t1.Table1Config(rows=tuple(args.rows.split(",")), epsilon=args.epsilon)
     result = t1.run_table1(config, lambda row, total: _bar(total, row.key))
     print(result.table().markdown())
     for p in t1.write_table1(result, args.out, args.json):
@@ -42,8 +44,10 @@ def _table1(args: argparse.Namespace) -> int:
 def _comparison(args: argparse.Namespace) -> int:
     from caligo.experiments import comparison as cmp
 
+    rows = tuple(args.rows.split(",")) if args.rows else None
     result = cmp.run_comparison(quick=args.quick,
-                                progress_factory=lambda label, total: _bar(total, label))
+                                progress_factory=lambda label, total: _bar(total, label),
+                                rows=rows, workers=args.workers)
     table = cmp.comparison_table(result)
     print(table.markdown())
     for p in cmp.write_comparison(result, args.out, args.json):
@@ -113,4 +117,8 @@ def register(sub: Any) -> None:
     p.add_argument("--quick", action="store_true", help="small games / few points only")
     p.add_argument("--epsilon", type=float, default=0.25,
                    help="table1: blueprint floor epsilon (0 checks that equilibria survive)")
+    p.add_argument("--rows", default=None,
+                   help="table1/comparison: comma-separated Table 1 row keys (default all)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="comparison: run the (game, variant) jobs in this many processes")
     p.set_defaults(func=_run)

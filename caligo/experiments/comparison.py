@@ -13,12 +13,15 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from caligo.core.best_response import exploitability
 from caligo.core.games import load_game
+from caligo.core.tree import GameTree
 from caligo.experiments.runner import (
     Column,
     Progress,
@@ -33,7 +36,7 @@ log = logging.getLogger(__name__)
 
 
 def variants() -> tuple[tuple[str, Any], ...]:
-    """(label, gadget options) of every compared variant."""
+    """(label, gadget options) of every compared variant (`safe_1klss`: Safe-1-KLSS gadgets)."""
     from caligo.subgame import gadget
 
     K = gadget.GadgetKind
@@ -45,8 +48,11 @@ def variants() -> tuple[tuple[str, Any], ...]:
         ("reach_maxmargin", O(kind=K.MAXMARGIN, k=math.inf, reach=True)),
         ("1klss", O(kind=K.MAXMARGIN, k=1)),
         ("2kluss", O(kind=K.MAXMARGIN, k=1, kluss=True)),
-
+        ("safe_1klss", O(kind=K.MAXMARGIN, k=1)),
     )
+
+
+SAFE_LABELS = ("safe_1klss",)
 
 
 @dataclass(frozen=True)
@@ -57,36 +63,70 @@ class ComparisonResult:
     labels: tuple[str, ...]
 
 
-def run_comparison(quick: bool = False,
-                   progress_factory: Callable[[str, int], Progress] | None = None,
-                   rows: Sequence[str] | None = None) -> ComparisonResult:
-    """Every variant on every Table 1 row (`quick`: the small games only)."""
+@lru_cache(maxsize=2)
+def _row_setup(key: str) -> tuple[GameTree, Any]:
+    """The row's tree and blueprint (cached per process: every variant reuses them)."""
+    row = row_by_key(key)
+    tree = load_game(row.spec)
+    return tree, blueprint(tree, row.floor)
+
+
+def run_variant(key: str, label: str, progress: Progress = no_progress,
+                ) -> tuple[float | None, float]:
+    """Nested solving with one variant on one row: (exploitability or None, seconds)."""
     from caligo.subgame.nested import NestedConfig, nested_solve
 
+    options = dict(variants())[label]
+    tree, bp = _row_setup(key)
+    t0 = time.perf_counter()
+    value: float | None
+    try:
+        cfg = NestedConfig(options=options, floors=bp.floors, safe_klss=label in SAFE_LABELS)
+        res = nested_solve(tree, bp.strategy, cfg, progress=progress)
+        value = exploitability(tree, res.strategy, 0) * scale_of(tree)
+    except Exception as exc:  # a variant the gadget module cannot build on this game
+        log.warning("comparison %s %s failed: %s", key, label, exc)
+        value = None
+    return value, time.perf_counter() - t0
+
+
+def run_comparison(quick: bool = False,
+                   progress_factory: Callable[[str, int], Progress] | None = None,
+                   rows: Sequence[str] | None = None, workers: int = 1) -> ComparisonResult:
+    """Every variant on every Table 1 row (`quick`: the small games only).
+
+    workers > 1 runs the (row, variant) jobs in that many processes (no progress bars then);
+    the results do not depend on it.
+    """
     keys = tuple(rows) if rows is not None else (
         SMALL_ROWS if quick else tuple(r.key for r in TABLE1_ROWS))
-    vs = variants()
+    labels = tuple(v[0] for v in variants())
+    results: dict[tuple[str, str], tuple[float | None, float]] = {}
+    if workers > 1:
+        # biggest games first so the two processes finish together
+        jobs = sorted(((k, lb) for k in keys for lb in labels),
+                      key=lambda j: -load_game(row_by_key(j[0]).spec).num_nodes)
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            futs = {pool.submit(run_variant, k, lb): (k, lb) for k, lb in jobs}
+            for f in as_completed(futs):
+                results[futs[f]] = f.result()
+    else:
+        for key in keys:
+            tree, _ = _row_setup(key)
+            for label in labels:
+                cb: Progress = no_progress
+                if progress_factory is not None:
+                    cb = progress_factory(f"{key}/{label}", len(tree.infosets_of(0)))
+                results[(key, label)] = run_variant(key, label, cb)
     out = []
     for key in keys:
         row = row_by_key(key)
-        tree = load_game(row.spec)
-        bp = blueprint(tree, row.floor)
+        _, bp = _row_setup(key)
         rec: dict[str, Any] = {"key": key, "label": row.label, "blueprint": bp.exploitability}
-        for label, options in vs:
-            cb: Progress = no_progress
-            if progress_factory is not None:
-                cb = progress_factory(f"{key}/{label}", len(tree.infosets_of(0)))
-            t0 = time.perf_counter()
-            try:
-                res = nested_solve(tree, bp.strategy,
-                                   NestedConfig(options=options, floors=bp.floors), progress=cb)
-                rec[label] = exploitability(tree, res.strategy, 0) * scale_of(tree)
-            except Exception as exc:  # a variant the gadget module cannot build on this game
-                log.warning("comparison %s %s failed: %s", key, label, exc)
-                rec[label] = None
-            rec[f"{label}_s"] = time.perf_counter() - t0
+        for label in labels:
+            rec[label], rec[f"{label}_s"] = results[(key, label)]
         out.append(rec)
-    return ComparisonResult(tuple(out), tuple(v[0] for v in vs))
+    return ComparisonResult(tuple(out), labels)
 
 
 def comparison_table(result: ComparisonResult) -> Table:

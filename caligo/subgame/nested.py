@@ -49,12 +49,17 @@ class NestedConfig:
         every subgame except at its root; None for none.
     method: passed to the gadget solver (its default, LP, when None).
     step: replaces `solve_step` (one gadget build + solve), e.g. in tests.
+    safe_klss: build Safe-1-KLSS gadgets (`caligo.subgame.safe_klss`, seed 002) instead; each
+        is solved with its safe payoffs, and the next game of the chain is the plain 1-KLSS
+        gadget (its `margin_extra`) with that solution, so the gift split is made afresh at
+        every level rather than compounded.
     """
 
     options: Any = None
     floors: FloatArray | None = None
     method: Any = None
     step: Callable[[GameState, int, NestedConfig, GameTree], GameState] | None = None
+    safe_klss: bool = False
 
 
 @dataclass(frozen=True)
@@ -265,7 +270,12 @@ def solve_step(state: GameState, infoset: int, config: NestedConfig, tree: GameT
     here = state.copy_of(infoset)
     if here < 0:
         raise NestedSolveError(f"infoset {tree.infoset_names[infoset]!r} is not in the subgame")
-    sub = gadget.make_subgame(state.tree, state.strategy, here, options, B=state.extra)
+    if config.safe_klss:
+        from caligo.subgame.safe_klss import make_safe_klss_subgame
+
+        sub = make_safe_klss_subgame(state.tree, state.strategy, here, options, B=state.extra)
+    else:
+        sub = gadget.make_subgame(state.tree, state.strategy, here, options, B=state.extra)
     if sub.is_empty:
         return state
     origin = _map_infosets(sub, state)
@@ -274,4 +284,5 @@ def solve_step(state: GameState, infoset: int, config: NestedConfig, tree: GameT
     both = options.kind is gadget.GadgetKind.UNSAFE or (
         options.alternate_values is not gadget.AlternateValues.BEST_RESPONSE)
     strategy = solve_gadget_lp(sub, floors, both)
-    return GameState(sub.tree, sub.extra, strategy, origin)
+    chain_extra = sub.margin_extra if config.safe_klss else sub.extra
+    return GameState(sub.tree, chain_extra, strategy, origin)
