@@ -25,10 +25,17 @@ uniformly, as in OpenSpiel.
 
 Strategies are float64 vectors over the tree's action slots, both players in one vector
 (`caligo.core.strategy`).
+
+Extra payoffs (gadgets, seed 000 appendix C): `CFRSolver(tree, config, extra=B)` plays the game
+with payoff <x, (A + B) y>, B a sparse matrix over (player-0 sequence, player-1 sequence). The
+sequence-form traversal reads A as a list of (s0, s1, coefficient) terms, so B's entries are
+appended to that list: player 0's sequence utilities become A y + B y and player 1's
+A^T x + B^T x. The tree traversal walks histories and has no place for B, so it refuses one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import logging
 import math
@@ -37,6 +44,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from caligo.core import _cfr_kernels as K
 from caligo.core.game import TERMINAL
@@ -212,6 +220,33 @@ def _cfr_arrays(tree: GameTree) -> _CFRArrays:
     return arrays
 
 
+def _with_extra(tree: GameTree, extra: sp.spmatrix | None) -> _CFRArrays:
+    """The tree's arrays with B's nonzero entries appended to the payoff terms."""
+    base = _cfr_arrays(tree)
+    if extra is None:
+        return base
+    if not sp.issparse(extra) and not isinstance(extra, np.ndarray):
+        raise CFRConfigError(f"extra must be a sparse matrix or an array, got {type(extra)!r}")
+    B = sp.coo_matrix(extra, dtype=np.float64)
+    if B.shape != (tree.num_sequences[0], tree.num_sequences[1]):
+        raise CFRConfigError(
+            f"extra payoffs have shape {B.shape}, the tree has {tree.num_sequences} sequences"
+        )
+    if not np.all(np.isfinite(B.data)):
+        raise CFRConfigError("extra payoffs must be finite")
+    keep = B.data != 0.0
+    if not np.any(keep):
+        return base
+    seq = np.concatenate(
+        [base.term_seq, np.stack([B.row[keep], B.col[keep]]).astype(np.int32)], axis=1
+    )
+    coef = np.concatenate([base.term_coef, B.data[keep]])
+    # a copy: the tree's cached arrays stay those of the game without B
+    return dataclasses.replace(
+        base, term_seq=np.ascontiguousarray(seq, dtype=np.int32), term_coef=coef
+    )
+
+
 class KernelError(RuntimeError):
     """A CFR kernel returned a non-OK status (a bug, never bad input)."""
 
@@ -221,16 +256,23 @@ class CFRSolver:
 
     `initial` (a strategy over slots) is the first iterate, sigma^1; CFR's guarantees hold for
     any first iterate (seed 001 appendix C.5). Regrets and averages start at zero.
+    `extra` (B, sequence-form traversal only) adds <x, B y> to the payoff (module docstring).
     """
 
     def __init__(
-        self, tree: GameTree, config: CFRConfig | None = None, initial: FloatArray | None = None
+        self,
+        tree: GameTree,
+        config: CFRConfig | None = None,
+        initial: FloatArray | None = None,
+        extra: sp.spmatrix | None = None,
     ) -> None:
         self.tree = tree
         self.config = config if config is not None else CFRConfig.cfr_plus()
         if not isinstance(self.config, CFRConfig):
             raise CFRConfigError(f"config must be a CFRConfig, got {self.config!r}")
-        self._a = _cfr_arrays(tree)
+        if extra is not None and self.config.traversal is not Traversal.SEQUENCE_FORM:
+            raise CFRConfigError("extra payoffs need Traversal.SEQUENCE_FORM")
+        self._a = _with_extra(tree, extra)
         if initial is None:
             self._strategy = uniform_strategy(tree)
         else:

@@ -20,8 +20,6 @@ import dataclasses
 import enum
 from dataclasses import dataclass
 
-import numpy as np
-
 from caligo.core import cfr as cfr_mod
 from caligo.core.best_response import best_response
 from caligo.core.lp import solve_player
@@ -82,17 +80,7 @@ def cfr_solver(sub: Subgame, settings: CFRSettings | None = None,
                initial: FloatArray | None = None) -> cfr_mod.CFRSolver:
     """A CFR solver over the gadget whose sequence-form payoffs include B."""
     st = settings if settings is not None else CFRSettings()
-    solver = cfr_mod.CFRSolver(sub.tree, st.config, initial)
-    base = cfr_mod._cfr_arrays(sub.tree)
-    B = sub.extra.tocoo()
-    if B.nnz:
-        # the core's arrays are cached on the tree without B; give this solver its own copy
-        seq = np.concatenate([base.term_seq, np.stack([B.row, B.col]).astype(np.int32)], axis=1)
-        coef = np.concatenate([base.term_coef, B.data.astype(np.float64)])
-        solver._a = dataclasses.replace(
-            base, term_seq=np.ascontiguousarray(seq, dtype=np.int32), term_coef=coef
-        )
-    return solver
+    return cfr_mod.CFRSolver(sub.tree, st.config, initial, extra=sub.extra)
 
 
 def _finish(sub: Subgame, method: SolveMethod, strat0: FloatArray, iterations: int,

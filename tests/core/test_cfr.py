@@ -18,6 +18,7 @@ import functools
 import numpy as np
 import pyspiel
 import pytest
+import scipy.sparse as sp
 
 from caligo.core.cfr import (
     Algorithm,
@@ -229,3 +230,52 @@ def test_log_checkpoints() -> None:
     pts = log_checkpoints(1000, per_decade=3)
     assert pts[0] == 1 and pts[-1] == 1000 and list(pts) == sorted(set(pts))
     assert log_checkpoints(0) == ()
+
+
+def _kuhn_extra(tree: GameTree) -> sp.csr_matrix:
+    """A B matrix with entries in several rows and columns (an arbitrary bilinear bonus)."""
+    rng = np.random.default_rng(7)
+    n0, n1 = tree.num_sequences
+    rows = rng.integers(0, n0, size=12)
+    cols = rng.integers(0, n1, size=12)
+    return sp.csr_matrix((rng.normal(size=12) * 0.3, (rows, cols)), shape=(n0, n1))
+
+
+def test_extra_payoffs_converge_to_the_lp_value_of_a_plus_b() -> None:
+    """CFR+ with extra=B approaches the value of the game <x, (A + B) y> (LP with extra=B)."""
+    from caligo.core.best_response import best_response
+    from caligo.core.lp import solve_player
+
+    tree = load_game("kuhn_poker")
+    B = _kuhn_extra(tree)
+    target = solve_player(tree, 0, extra=B).value
+    solver = CFRSolver(tree, CFRConfig.cfr_plus(), extra=B)
+    solver.iterate(3000)
+    avg = solver.average_strategy()
+    lo = best_response(tree, avg, 1, extra=B).value  # player 0's value, player 1 responding
+    hi = best_response(tree, avg, 0, extra=B).value  # player 0 responding
+    assert lo <= target + 1e-9 <= hi + 2e-9
+    assert hi - lo < 5e-3
+
+
+def test_extra_none_or_zero_is_the_plain_game() -> None:
+    tree = load_game("kuhn_poker")
+    plain = CFRSolver(tree, CFRConfig.cfr_plus())
+    zero = CFRSolver(tree, CFRConfig.cfr_plus(), extra=sp.csr_matrix(tree.num_sequences))
+    plain.iterate(50)
+    zero.iterate(50)
+    np.testing.assert_array_equal(plain.average_strategy(), zero.average_strategy())
+    # the tree's cached arrays are not changed by a solver with B
+    CFRSolver(tree, CFRConfig.cfr_plus(), extra=_kuhn_extra(tree)).iterate(5)
+    again = CFRSolver(tree, CFRConfig.cfr_plus())
+    again.iterate(50)
+    np.testing.assert_array_equal(plain.average_strategy(), again.average_strategy())
+
+
+def test_extra_rejected_with_tree_traversal_or_bad_shape() -> None:
+    tree = load_game("kuhn_poker")
+    cfg = dataclasses.replace(CFRConfig.cfr_plus(), traversal=Traversal.TREE)
+    with pytest.raises(CFRConfigError):
+        CFRSolver(tree, cfg, extra=_kuhn_extra(tree))
+    with pytest.raises(CFRConfigError):
+        CFRSolver(tree, CFRConfig.cfr_plus(), extra=sp.csr_matrix((2, 2)))
