@@ -104,8 +104,8 @@ def run_comparison(quick: bool = False,
     results: dict[tuple[str, str], tuple[float | None, float]] = {}
     if workers > 1:
         # biggest games first so the two processes finish together
-        jobs = sorted(((k, lb) for k in keys for lb in labels),
-                      key=lambda j: -load_game(row_by_key(j[0]).spec).num_nodes)
+        size = {k: load_game(row_by_key(k).spec).num_nodes for k in keys}
+        jobs = sorted(((k, lb) for k in keys for lb in labels), key=lambda j: -size[j[0]])
         with ProcessPoolExecutor(max_workers=workers) as pool:
             futs = {pool.submit(run_variant, k, lb): (k, lb) for k, lb in jobs}
             for f in as_completed(futs):

@@ -95,3 +95,30 @@ def test_safe_klss_rejects_other_gadgets() -> None:
         make_safe_klss_subgame(t, s, 0, SubgameOptions(kind=GadgetKind.UNSAFE))
     with pytest.raises(SubgameError):
         make_safe_klss_subgame(t, s, 0, SubgameOptions(k=3))
+
+
+def test_nested_solve_with_safe_klss_gadgets() -> None:
+    """`NestedConfig(safe_klss=True)` (the comparison's Safe-1-KLSS column) on Proposition 3's
+    game: nested 1-KLSS goes to exploitability 1, nested Safe-1-KLSS to 0."""
+    from caligo.subgame.nested import NestedConfig, nested_solve
+
+    n = 8
+    t = _copies_of_pennies(n)
+    s = uniform_strategy(t)
+    for g in t.infosets_of(0):
+        o = int(t.infoset_offset[g])
+        s[o : o + 2] = [0.5 + 2 / n, 0.5 - 2 / n]
+    plain = nested_solve(t, s, NestedConfig()).strategy
+    assert exploitability(t, plain, 0) == pytest.approx(1.0)
+    safe = nested_solve(t, s, NestedConfig(safe_klss=True)).strategy
+    assert exploitability(t, safe, 0) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_comparison_has_a_safe_column() -> None:
+    from caligo.experiments.comparison import comparison_table, run_comparison
+
+    result = run_comparison(rows=("kuhn_bet",))
+    assert "safe_1klss" in result.labels
+    row = result.rows[0]
+    assert row["safe_1klss"] is not None and row["safe_1klss"] <= row["blueprint"] + 1e-9
+    assert "safe_1klss" in comparison_table(result).markdown()
