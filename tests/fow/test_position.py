@@ -1,0 +1,211 @@
+"""Positions: FEN round trip, make/unmake and copy-make against python-chess, Zobrist, checker.
+
+Reference for moves: python-chess `Board.push` (it plays pseudo-legal moves, king captures and
+castling without attack checks too), compared through FEN with the en-passant square written
+after every double push (`Board.fen(en_passant="fen")`), which is our convention.
+"""
+
+from __future__ import annotations
+
+import chess
+import numpy as np
+import pytest
+from numba import types
+
+from caligo.fow.errors import FenError, MoveError
+from caligo.fow.movegen import legal_moves
+from caligo.fow.position import (
+    NO_EP,
+    POS_WORDS,
+    STARTING_FEN,
+    UNDO_WORDS,
+    ZOBRIST,
+    Position,
+    apply_move,
+    check_invariants,
+    from_fen,
+    king_captured,
+    make_move,
+    make_move16,
+    missing_king,
+    move_from,
+    move_from_uci,
+    move_kind,
+    move_promo,
+    move_to,
+    move_to_uci,
+    piece_at,
+    to_fen,
+    unmake_move,
+    zobrist_key,
+)
+from tests.fow.test_movegen import RANDOM_FENS, ref_moves
+
+
+def test_layout_of_the_start_position() -> None:
+    pos = from_fen(STARTING_FEN)
+    assert pos.dtype == np.uint64 and pos.shape == (POS_WORDS,)
+    assert int(pos[0]) == 0xFF00  # white pawns on rank 2
+    assert int(pos[5]) == 1 << 4  # white king e1
+    assert int(pos[6 + 5]) == 1 << 60  # black king e8
+    assert int(pos[12]) == 0 and int(pos[13]) == 15 and int(pos[14]) == NO_EP
+    assert int(pos[15]) == 1 << 32  # halfmove 0, fullmove 1
+
+
+def test_fen_round_trip() -> None:
+    for fen in [STARTING_FEN, *RANDOM_FENS[::3]]:
+        assert to_fen(from_fen(fen)) == fen
+        assert chess.Board(fen).fen(en_passant="fen") == fen
+
+
+@pytest.mark.parametrize(
+    "fen",
+    [
+        "",
+        "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0",
+        "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP w KQkq - 0 1",
+        "rnbqkbnr/pppppppp/9/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+        "rnbqkbnr/pppppppp/44/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+        "rnbqkbnr/ppppxppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+        "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR x KQkq - 0 1",
+        "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkx - 0 1",
+        "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KKkq - 0 1",
+        "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq e9 0 1",
+        "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq e3 0 1",
+        "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - -1 1",
+        "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 0",
+        "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQ1BNR w KQkq - 0 1",
+        "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBKKBNR w - - 0 1",
+        "Pnbqkbnr/pppppppp/8/8/8/8/1PPPPPPP/RNBQKBNR w - - 0 1",
+    ],
+)
+def test_bad_fen_raises_quoting_it(fen: str) -> None:
+    with pytest.raises(FenError) as info:
+        from_fen(fen)
+    assert repr(fen) in str(info.value)
+
+
+def test_four_field_fen_and_missing_king() -> None:
+    assert to_fen(from_fen("8/8/8/8/8/8/8/4K3 b - -")) == "8/8/8/8/8/8/8/4K3 b - - 0 1"
+    pos = from_fen("8/8/8/8/8/8/8/4K3 b - - 0 1")
+    assert king_captured(pos) and missing_king(pos) == 1
+    assert not king_captured(from_fen(STARTING_FEN)) and missing_king(from_fen(STARTING_FEN)) == -1
+
+
+def test_move_bits_and_uci() -> None:
+    m = make_move16(chess.E7, chess.E8, 1, 3)
+    assert make_move16.nopython_signatures[0].return_type == types.uint16
+    assert (move_from(m), move_to(m), move_kind(m), move_promo(m)) == (chess.E7, chess.E8, 1, 3)
+    assert int(m) == chess.E7 | chess.E8 << 6 | 3 << 12 | 1 << 14
+    assert move_to_uci(m) == "e7e8q" and move_to_uci(0) == "0000"
+    pos = from_fen(STARTING_FEN)
+    assert move_to_uci(move_from_uci(pos, "g1f3")) == "g1f3"
+    for bad in ("e2e5", "e2", "z2e4", "e7e8k", "e1g1", "", "e2e4qq"):
+        with pytest.raises(MoveError) as info:
+            move_from_uci(pos, bad)
+        assert repr(bad) in str(info.value)
+
+
+def _ref_push(fen: str, uci: str) -> str:
+    board = chess.Board(fen)
+    board.push(chess.Move.from_uci(uci))
+    return board.fen(en_passant="fen")
+
+
+def test_make_apply_unmake_against_python_chess() -> None:
+    """Every move of hundreds of random positions: copy-make, make and unmake."""
+    undo = np.empty(UNDO_WORDS, dtype=np.uint64)
+    dst = np.empty(POS_WORDS, dtype=np.uint64)
+    checked = 0
+    for fen in RANDOM_FENS[::2]:
+        pos = from_fen(fen)
+        board = chess.Board(fen)
+        for m in legal_moves(pos):
+            uci = move_to_uci(m)
+            want = _ref_push(fen, uci)
+            target = board.piece_at(move_to(m))
+            cap = apply_move(pos, m, dst)
+            assert to_fen(dst) == want, (fen, uci)
+            if move_kind(m) == 2:
+                assert cap == 6 * (1 - int(pos[12]))  # en passant takes a pawn
+            elif target is None:
+                assert cap == -1
+            else:
+                assert cap == (0 if target.color else 6) + target.piece_type - 1
+            before = pos.copy()
+            assert make_move(pos, m, undo) == cap
+            assert np.array_equal(pos, dst)
+            unmake_move(pos, m, undo)
+            assert np.array_equal(pos, before), (fen, uci)
+            assert check_invariants(dst) == 0, (fen, uci)
+            checked += 1
+    assert checked > 3000
+
+
+def test_make_move_rejects_empty_from_square() -> None:
+    pos = from_fen(STARTING_FEN)
+    before = pos.copy()
+    assert make_move(pos, make_move16(chess.E4, chess.E5), np.empty(4, np.uint64)) == -2
+    assert np.array_equal(pos, before)
+
+
+def _ref_zobrist(pos: np.ndarray) -> int:
+    key = 0
+    for code in range(12):
+        for sq in range(64):
+            if (int(pos[code]) >> sq) & 1:
+                key ^= int(ZOBRIST[code * 64 + sq])
+    if int(pos[12]):
+        key ^= int(ZOBRIST[768])
+    key ^= int(ZOBRIST[769 + int(pos[13])])
+    key ^= int(ZOBRIST[785 + int(pos[14])])
+    return key
+
+
+def test_zobrist_against_reference_and_transpositions() -> None:
+    for fen in RANDOM_FENS[::4]:
+        pos = from_fen(fen)
+        assert int(zobrist_key(pos)) == _ref_zobrist(pos)
+    a, b = Position.start(), Position.start()
+    for uci in ("g1f3", "g8f6", "b1c3"):
+        a.push_uci(uci)
+    for uci in ("b1c3", "g8f6", "g1f3"):
+        b.push_uci(uci)
+    assert a.key() == b.key() and a.fen().split()[:4] == b.fen().split()[:4]
+    c = Position.from_fen(a.fen().replace(" b ", " w "))
+    assert c.key() != a.key()
+    # clocks do not change the key
+    d = Position.from_fen(a.fen().rsplit(" ", 2)[0] + " 7 9")
+    assert d.key() == a.key()
+
+
+def test_invariant_checker_codes() -> None:
+    pos = from_fen(STARTING_FEN)
+    assert check_invariants(pos) == 0
+    bad = pos.copy()
+    bad[1] |= np.uint64(1)  # knight on a1 over the rook
+    assert check_invariants(bad) == 1
+    bad = pos.copy()
+    bad[12] = np.uint64(2)
+    assert check_invariants(bad) == 2
+    bad = pos.copy()
+    bad[3] &= ~np.uint64(1 << 7)  # rook h1 gone, right K kept
+    assert check_invariants(bad) == 4
+    bad = pos.copy()
+    bad[14] = np.uint64(20)
+    assert check_invariants(bad) == 5
+
+
+def test_position_class() -> None:
+    p = Position.start()
+    assert len(p.legal_moves()) == 20 and p.turn == 0
+    p.push_uci("e2e4")
+    assert p.fen() == "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1"
+    assert piece_at(p.arr, chess.E4) == 0 and p.piece_at(chess.E2) == -1
+    with pytest.raises(MoveError):
+        p.push_uci("e2e4")
+    q = p.copy()
+    q.push_uci("e7e5")
+    assert p != q and p == Position.from_fen(p.fen())
+    assert not p.is_over()
+    assert len({m.uci() for m in ref_moves(chess.Board(p.fen()))}) == len(p.legal_moves())
