@@ -1,0 +1,102 @@
+"""Game record: king capture, threefold repetition, 50-move rule, no-move draw, PGN.
+
+Expected outcomes are written by hand from the rules in seed 001 appendix A (capture the king;
+repetition and 50-move draws need no claim) and the no-move decision in docs/fow.md (a draw, as
+OpenSpiel `dark_chess` and Fairy-Stockfish's `fogofwar` score it).
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from caligo.fow.errors import GameOverError, MoveError
+from caligo.fow.game import Game, Termination
+from caligo.fow.position import BLACK, WHITE, move_to_uci
+from tests.conftest import SHORT
+
+
+def test_king_capture_wins() -> None:
+    g = Game()
+    for san in ("e4", "f5", "Qh5", "g6", "Qxg6", "hxg6"):
+        assert g.push_san(san) is None
+    g = Game()
+    for san in ("e4", "f6", "Qh5", "a6"):
+        g.push_san(san)
+    out = g.push_san("Qxe8")
+    assert out is not None and out.termination is Termination.KING_CAPTURE
+    assert out.winner == WHITE and g.result == "1-0" and g.is_over()
+    assert g.legal_moves() == []
+    with pytest.raises(GameOverError):
+        g.push_san("a6")
+    with pytest.raises(GameOverError):
+        g.push_uci("a2a3")
+    assert '[Termination "king capture"]' in g.to_pgn()
+
+
+def test_black_wins_by_capture_and_moving_into_check_is_allowed() -> None:
+    g = Game()
+    for san in ("f3", "e5", "Kf2", "Qh4"):
+        g.push_san(san)
+    g.push_san("Kg3")  # steps next to the queen's line: legal in FoW
+    out = g.push_san("Qxg3")
+    assert out is not None and out.winner == BLACK and g.result == "0-1"
+
+
+def test_threefold_repetition_draws() -> None:
+    g = Game()
+    shuffle = ["Nf3", "Nf6", "Ng1", "Ng8"]
+    for san in shuffle + shuffle[:3]:
+        assert g.push_san(san) is None
+    assert g.repetitions() == 2
+    out = g.push_san("Ng8")  # the start position for the third time
+    assert out is not None and out.termination is Termination.THREEFOLD_REPETITION
+    assert g.result == "1/2-1/2" and out.winner is None
+    g.pop()
+    assert not g.is_over() and g.repetitions() == 2
+
+
+def test_fifty_move_rule_draws_after_100_quiet_plies() -> None:
+    g = Game("4k3/8/8/8/8/8/8/R3K3 w - - 98 80")
+    assert g.push_uci("a1a2") is None  # 99 plies
+    out = g.push_uci("e8d8")  # the 100th ply without a pawn move or capture
+    assert out is not None and out.termination is Termination.FIFTY_MOVES
+
+
+def test_capture_resets_the_fifty_move_count() -> None:
+    g = Game("4k3/8/8/8/8/8/r7/R3K3 w - - 99 80")
+    assert g.push_uci("a1a2") is None  # capture: the clock is 0 again
+
+
+def test_side_without_moves_draws() -> None:
+    g = Game("KBBBBBBB/PPPPPPPP/8/8/8/8/8/7k w - - 0 1")
+    assert g.is_over() and g.outcome is not None
+    assert g.outcome.termination is Termination.NO_MOVES and g.result == "1/2-1/2"
+
+
+def test_illegal_move_raises() -> None:
+    g = Game()
+    with pytest.raises(MoveError) as info:
+        g.push_uci("e2e5")
+    assert "'e2e5'" in str(info.value)
+    with pytest.raises(MoveError):
+        g.push(0)
+    with pytest.raises(MoveError):
+        g.pop()
+
+
+def test_pgn_round_trip_of_random_games() -> None:
+    rng = random.Random(11)
+    n_games = 10 if SHORT else 30
+    results = set()
+    for _ in range(n_games):
+        g = Game()
+        while not g.is_over() and g.ply < 400:
+            g.push(rng.choice(g.legal_moves()))
+        results.add(g.result)
+        h = Game.from_pgn(g.to_pgn({"Event": "random"}))
+        assert h.moves == g.moves and h.result == g.result and h.fen() == g.fen()
+        assert [move_to_uci(m) for m in h.moves] == [move_to_uci(m) for m in g.moves]
+        assert len(g.positions) == g.ply + 1 and len(g.captures) == g.ply
+    assert results & {"1-0", "0-1"}
