@@ -35,11 +35,14 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
-from caligo.fow.bitboard import PAWN_ATTACKS, U0, U1
+from caligo.fow.bitboard import PAWN_ATTACKS, U0, U1, popcount
 from caligo.fow.errors import FowError
-from caligo.fow.movegen import MAX_MOVES, gen_moves
+from caligo.fow.movegen import MAX_MOVES, count_moves, gen_moves
 from caligo.fow.observation import OBS_WORDS, Observation, _observe_kernel
 from caligo.fow.position import (
+    CASTLE_ROOK,
+    KIND_CASTLING,
+    KIND_EN_PASSANT,
     NO_EP,
     PAWN,
     POS_WORDS,
@@ -76,7 +79,9 @@ S_ROWS = 1  # rows stored in out_rows
 S_DISTINCT = 2  # distinct matching children seen (stored or not)
 S_TESTED = 3  # candidate children tested
 S_ILLEGAL = 4  # parents where a given own move was not in the move list
-S_WORDS = 5
+S_MATCHED = 5  # matching children before deduplication
+S_SCRATCH = 6  # written by `_flush` so its prefetching loads are not optimized away
+S_WORDS = 7
 
 
 class BeliefError(FowError):
@@ -124,62 +129,85 @@ def _mix64(x: np.uint64) -> np.uint64:
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _row_hash(row: np.ndarray, salt: np.uint64) -> np.uint64:
-    """Salted 64-bit hash of a row, never 0 (0 marks an empty table slot)."""
-    h = salt
+def _fingerprint(row: np.ndarray, salt: np.uint64, fp: np.ndarray) -> None:
+    """Write a row's 128-bit fingerprint into fp (uint64 (2,)): fp[0] salted, never 0."""
+    a = U0
+    b = np.uint64(0x6A09E667F3BCC909)
     for i in range(ROW_WORDS):
-        h = _mix64(h ^ row[i]) + np.uint64(0x9E3779B97F4A7C15)
+        w = row[i]
+        a = (a + w) * np.uint64(0x9E3779B97F4A7C15)
+        a ^= a >> np.uint64(29)
+        b = (b ^ w) * np.uint64(0xC2B2AE3D27D4EB4F)
+        b ^= b >> np.uint64(31)
+    h = _mix64(a ^ salt)
     if h == _EMPTY:
         h = U1
-    return h
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _rows_equal(a: np.ndarray, b: np.ndarray) -> bool:
-    for i in range(ROW_WORDS):
-        if a[i] != b[i]:
-            return False
-    return True
+    fp[0] = h
+    fp[1] = _mix64(b + a)
 
 
 @njit(cache=True, nogil=True)
 def _insert(
     row: np.ndarray,
-    h: np.uint64,
+    fp: np.ndarray,
     threshold: np.uint64,
     out_rows: np.ndarray,
     out_hash: np.ndarray,
-    table_hash: np.ndarray,
-    table_idx: np.ndarray,
+    table: np.ndarray,
     state: np.ndarray,
 ) -> None:
-    """Insert a matching child: count it if new, store it if its hash is within threshold.
+    """Insert a matching child: count it if new, store it if fp[0] <= threshold.
 
-    table_hash uint64 (T,) (0 = empty), table_idx int64 (T,) (row index, -1 = counted only);
-    T a power of two, load kept under 1/2 by the caller.
+    table uint64 (T, 2): 128-bit fingerprints, (0, *) = empty slot; T a power of two, load
+    kept under 1/2 by the caller. out_rows uint64 (R, ROW_WORDS), out_hash uint64 (R,): the
+    stored rows and their fp[0]; state int64 (S_WORDS,).
     """
-    mask = table_hash.shape[0] - 1
+    mask = table.shape[0] - 1
+    h = fp[0]
     slot = np.int64(h & np.uint64(mask))
     while True:
-        th = table_hash[slot]
+        th = table[slot, 0]
         if th == _EMPTY:
             break
-        if th == h:
-            idx = table_idx[slot]
-            if idx < 0 or _rows_equal(out_rows[idx], row):
-                return
+        if th == h and table[slot, 1] == fp[1]:
+            return
         slot = (slot + 1) & mask
-    table_hash[slot] = h
+    table[slot, 0] = h
+    table[slot, 1] = fp[1]
     state[S_DISTINCT] += 1
     if h <= threshold:
         n = state[S_ROWS]
         for i in range(ROW_WORDS):
             out_rows[n, i] = row[i]
         out_hash[n] = h
-        table_idx[slot] = n
         state[S_ROWS] = n + 1
-    else:
-        table_idx[slot] = -1
+
+
+BATCH = 64
+"""Matching children buffered before their hash-table probes (lets the probes' cache misses
+overlap: the first pass over a batch only loads each slot)."""
+
+
+@njit(cache=True, nogil=True)
+def _flush(
+    pend_rows: np.ndarray,
+    pend_fp: np.ndarray,
+    n_pend: int,
+    threshold: np.uint64,
+    out_rows: np.ndarray,
+    out_hash: np.ndarray,
+    table: np.ndarray,
+    state: np.ndarray,
+) -> None:
+    """Insert n_pend buffered children (pend_rows uint64 (BATCH, ROW_WORDS), pend_fp uint64
+    (BATCH, 2)); other arrays as in `_insert`."""
+    mask = np.uint64(table.shape[0] - 1)
+    acc = U0
+    for j in range(n_pend):
+        acc ^= table[np.int64(pend_fp[j, 0] & mask), 0]
+    state[S_SCRATCH] = np.int64(acc & np.uint64(1))  # keeps the touching loads alive
+    for j in range(n_pend):
+        _insert(pend_rows[j], pend_fp[j], threshold, out_rows, out_hash, table, state)
 
 
 @njit(cache=True, nogil=True)
@@ -188,124 +216,188 @@ def _expand_kernel(
     n_rows: int,
     player: int,
     target: np.ndarray,
-    own_move: int,
     clocks: np.uint64,
     salt: np.uint64,
     threshold: np.uint64,
     out_rows: np.ndarray,
     out_hash: np.ndarray,
-    table_hash: np.ndarray,
-    table_idx: np.ndarray,
+    table: np.ndarray,
     state: np.ndarray,
 ) -> int:
-    """Expand parents state[S_NEXT].. into the children whose observation equals `target`.
+    """Expand parents state[S_NEXT].. by every move of the side to move (an opponent ply) into
+    the children whose observation equals `target`, deduplicated.
 
     rows uint64 (>= n_rows, ROW_WORDS): parents. player: the observer. target uint64
-    (OBS_WORDS,): the observation received. own_move: the observer's move (a uint16 value), or
-    -1 to try every move of the side to move (an opponent ply). clocks: clocks word for the
-    unpacked parents (not observed, not stored). salt, threshold: hashing and admission (see
-    `_insert`). out_rows uint64 (R, ROW_WORDS), out_hash uint64 (R,), table_hash uint64 (T,),
-    table_idx int64 (T,), state int64 (S_WORDS,): in/out counters.
-    Returns ST_DONE, or ST_GROW_ROWS / ST_GROW_TABLE when it stopped (at a parent boundary) for
-    more room; call again after growing.
+    (OBS_WORDS,): the observation received. clocks: clocks word for the unpacked parents (not
+    observed, not stored). salt, threshold: fingerprint salt and admission bound (see
+    `_insert`). out_rows uint64 (R, ROW_WORDS), out_hash uint64 (R,), table uint64 (T, 2),
+    state int64 (S_WORDS,): in/out counters.
+    Returns ST_DONE, or ST_GROW_ROWS / ST_GROW_TABLE when it stopped (at a parent boundary,
+    with nothing pending) for more room; call again after growing.
     """
     pos = np.empty(POS_WORDS, dtype=np.uint64)
     undo = np.empty(UNDO_WORDS, dtype=np.uint64)
     obs = np.empty(OBS_WORDS, dtype=np.uint64)
     moves = np.empty(MAX_MOVES, dtype=np.uint16)
-    child_row = np.empty(ROW_WORDS, dtype=np.uint64)
-    half_table = table_hash.shape[0] >> 1
+    pend_rows = np.empty((BATCH, ROW_WORDS), dtype=np.uint64)
+    pend_fp = np.empty((BATCH, 2), dtype=np.uint64)
+    n_pend = 0
+    half_table = table.shape[0] >> 1
     cap_rows = out_rows.shape[0]
+    tvis = target[0]
     i = state[S_NEXT]
     while i < n_rows:
-        if state[S_ROWS] + MAX_MOVES > cap_rows:
+        if state[S_ROWS] + MAX_MOVES + BATCH > cap_rows:
+            _flush(pend_rows, pend_fp, n_pend, threshold, out_rows, out_hash, table, state)
             state[S_NEXT] = i
             return ST_GROW_ROWS
-        if state[S_DISTINCT] + MAX_MOVES > half_table:
+        if state[S_DISTINCT] + MAX_MOVES + BATCH > half_table:
+            _flush(pend_rows, pend_fp, n_pend, threshold, out_rows, out_hash, table, state)
             state[S_NEXT] = i
             return ST_GROW_TABLE
         _unpack_row(rows[i], clocks, pos)
+        # squares the target sees whose contents differ in this parent: a move changes at
+        # most 4 squares (castling), so it must touch every one of them
+        diff = U0
+        for c in range(12):
+            diff |= (pos[c] & tvis) ^ target[1 + c]
+        if popcount(diff) > 4:
+            state[S_TESTED] += count_moves(pos)
+            i += 1
+            continue
         n = gen_moves(pos, moves)
         if n > MAX_MOVES:
             n = MAX_MOVES
-        found = False
+        state[S_TESTED] += n
         for k in range(n):
             m = moves[k]
-            if own_move >= 0:
-                if int(m) != own_move:
-                    continue
-                found = True
-            state[S_TESTED] += 1
+            mi = int(m)
+            frm = mi & 63
+            to = (mi >> 6) & 63
+            touched = (U1 << np.uint64(frm)) | (U1 << np.uint64(to))
+            kind = mi >> 14
+            if kind == KIND_EN_PASSANT:
+                touched |= U1 << np.uint64(to - 8 if to > frm else to + 8)
+            elif kind == KIND_CASTLING:
+                touched |= (U1 << np.uint64(CASTLE_ROOK[to, 0])) | (
+                    U1 << np.uint64(CASTLE_ROOK[to, 1])
+                )
+            if diff & ~touched:
+                continue
             make_move(pos, m, undo)
-            _observe_kernel(pos, player, obs)
+            # cheap necessary condition: the pieces on the target's visible squares
             same = True
-            for w in range(OBS_WORDS):
-                if obs[w] != target[w]:
+            for c in range(12):
+                if (pos[c] & tvis) != target[1 + c]:
                     same = False
                     break
             if same:
-                _pack_row(pos, child_row)
-                h = _row_hash(child_row, salt)
-                _insert(child_row, h, threshold, out_rows, out_hash, table_hash, table_idx, state)
+                _observe_kernel(pos, player, obs)
+                for w in range(OBS_WORDS):
+                    if obs[w] != target[w]:
+                        same = False
+                        break
+            if same:
+                state[S_MATCHED] += 1
+                _pack_row(pos, pend_rows[n_pend])
+                _fingerprint(pend_rows[n_pend], salt, pend_fp[n_pend])
+                n_pend += 1
+                if n_pend == BATCH:
+                    _flush(pend_rows, pend_fp, n_pend, threshold, out_rows, out_hash, table, state)
+                    n_pend = 0
             unmake_move(pos, m, undo)
-        if own_move >= 0 and not found:
-            state[S_ILLEGAL] += 1
         i += 1
+    _flush(pend_rows, pend_fp, n_pend, threshold, out_rows, out_hash, table, state)
     state[S_NEXT] = n_rows
     return ST_DONE
 
 
 @njit(cache=True, nogil=True)
-def _rehash(
-    old_hash: np.ndarray, old_idx: np.ndarray, new_hash: np.ndarray, new_idx: np.ndarray
+def _own_move_kernel(
+    rows: np.ndarray,
+    n_rows: int,
+    player: int,
+    target: np.ndarray,
+    own_move: int,
+    clocks: np.uint64,
+    out_rows: np.ndarray,
+    state: np.ndarray,
 ) -> int:
-    """Move every entry of an old table into an empty new one (both power-of-two sized)."""
-    mask = new_hash.shape[0] - 1
+    """Apply the observer's own move to every parent; keep children whose observation is target.
+
+    No deduplication is needed: the move's destination (and an en-passant victim) is visible to
+    the observer, so its contents are the same in every parent and distinct parents give
+    distinct children. rows uint64 (>= n_rows, ROW_WORDS); target uint64 (OBS_WORDS,);
+    out_rows uint64 (>= n_rows, ROW_WORDS); state int64 (S_WORDS,) (S_ROWS, S_DISTINCT,
+    S_TESTED, S_ILLEGAL updated). Returns the number of children kept.
+    """
+    pos = np.empty(POS_WORDS, dtype=np.uint64)
+    undo = np.empty(UNDO_WORDS, dtype=np.uint64)
+    obs = np.empty(OBS_WORDS, dtype=np.uint64)
+    moves = np.empty(MAX_MOVES, dtype=np.uint16)
+    n_out = 0
+    for i in range(n_rows):
+        _unpack_row(rows[i], clocks, pos)
+        n = gen_moves(pos, moves)
+        legal = False
+        for k in range(min(n, MAX_MOVES)):
+            if int(moves[k]) == own_move:
+                legal = True
+                break
+        if not legal:
+            state[S_ILLEGAL] += 1
+            continue
+        state[S_TESTED] += 1
+        make_move(pos, own_move, undo)
+        _observe_kernel(pos, player, obs)
+        same = True
+        for w in range(OBS_WORDS):
+            if obs[w] != target[w]:
+                same = False
+                break
+        if same:
+            _pack_row(pos, out_rows[n_out])
+            n_out += 1
+    state[S_ROWS] = n_out
+    state[S_DISTINCT] = n_out
+    state[S_NEXT] = n_rows
+    return n_out
+
+
+@njit(cache=True, nogil=True)
+def _rehash(old: np.ndarray, new: np.ndarray) -> int:
+    """Move every fingerprint of table `old` into the empty table `new` (uint64 (T, 2))."""
+    mask = new.shape[0] - 1
     moved = 0
-    for s in range(old_hash.shape[0]):
-        h = old_hash[s]
+    for s in range(old.shape[0]):
+        h = old[s, 0]
         if h == _EMPTY:
             continue
         slot = np.int64(h & np.uint64(mask))
-        while new_hash[slot] != _EMPTY:
+        while new[slot, 0] != _EMPTY:
             slot = (slot + 1) & mask
-        new_hash[slot] = h
-        new_idx[slot] = old_idx[s]
+        new[slot, 0] = h
+        new[slot, 1] = old[s, 1]
         moved += 1
     return moved
 
 
 @njit(cache=True, nogil=True)
-def _trim(
-    out_rows: np.ndarray,
-    out_hash: np.ndarray,
-    n: int,
-    keep: int,
-    table_hash: np.ndarray,
-    table_idx: np.ndarray,
-) -> np.uint64:
-    """Keep the `keep` stored rows of smallest hash, compacting them; return the new threshold.
-
-    Evicted rows stay counted: their table entries get index -1. Inputs as in `_insert`.
-    """
+def _trim(out_rows: np.ndarray, out_hash: np.ndarray, n: int, keep: int) -> np.uint64:
+    """Keep the `keep` stored rows of smallest fingerprint, compacting them; return the new
+    admission threshold. out_rows uint64 (R, ROW_WORDS), out_hash uint64 (R,). The evicted
+    rows stay counted: their fingerprints remain in the table."""
     srt = np.sort(out_hash[:n])
     t = srt[keep - 1]
-    mask = table_hash.shape[0] - 1
     w = 0
     for r in range(n):
         h = out_hash[r]
-        slot = np.int64(h & np.uint64(mask))
-        while table_idx[slot] != r or table_hash[slot] != h:
-            slot = (slot + 1) & mask
         if h <= t and w < keep:
             if w != r:
                 for j in range(ROW_WORDS):
                     out_rows[w, j] = out_rows[r, j]
                 out_hash[w] = h
-            table_idx[slot] = w
             w += 1
-        else:
-            table_idx[slot] = -1
     return t
 
 
@@ -486,28 +578,32 @@ def _expand(
     Returns (rows uint64 (k, ROW_WORDS) with k <= max_positions, distinct, tested, illegal).
     """
     cap = config.max_positions
+    src = np.ascontiguousarray(rows)
+    if own_move >= 0:
+        # |children| <= |parents| <= cap: no table, no trimming
+        out = np.empty((src.shape[0], ROW_WORDS), dtype=np.uint64)
+        st = np.zeros(S_WORDS, dtype=np.int64)
+        n = _own_move_kernel(src, src.shape[0], player, target, own_move, clocks, out, st)
+        return out[:n].copy(), int(st[S_DISTINCT]), int(st[S_TESTED]), int(st[S_ILLEGAL])
     salt = np.uint64(rng.integers(0, 2**64 - 1, dtype=np.uint64, endpoint=True))
     threshold = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
     row_cap = min(max(1024, 4 * rows.shape[0]), 2 * cap + MAX_MOVES)
     out_rows = np.empty((row_cap, ROW_WORDS), dtype=np.uint64)
     out_hash = np.empty(row_cap, dtype=np.uint64)
     tsize = 1 << max(11, int(2 * row_cap).bit_length())
-    table_hash = np.zeros(tsize, dtype=np.uint64)
-    table_idx = np.full(tsize, -1, dtype=np.int64)
+    table = np.zeros((tsize, 2), dtype=np.uint64)
     state = np.zeros(S_WORDS, dtype=np.int64)
-    src = np.ascontiguousarray(rows)
     while True:
         status = _expand_kernel(
-            src, src.shape[0], player, target, own_move, clocks, salt, threshold,
-            out_rows, out_hash, table_hash, table_idx, state,
+            src, src.shape[0], player, target, clocks, salt, threshold,
+            out_rows, out_hash, table, state,
         )  # fmt: skip
         if status == ST_DONE:
             break
         if status == ST_GROW_TABLE:
-            new_hash = np.zeros(2 * table_hash.shape[0], dtype=np.uint64)
-            new_idx = np.full(2 * table_hash.shape[0], -1, dtype=np.int64)
-            _rehash(table_hash, table_idx, new_hash, new_idx)
-            table_hash, table_idx = new_hash, new_idx
+            new_table = np.zeros((2 * table.shape[0], 2), dtype=np.uint64)
+            _rehash(table, new_table)
+            table = new_table
         elif out_rows.shape[0] < 2 * cap + MAX_MOVES:
             grown = min(2 * out_rows.shape[0], 2 * cap + MAX_MOVES)
             out_rows = np.concatenate(
@@ -517,13 +613,11 @@ def _expand(
                 [out_hash, np.empty(grown - out_hash.shape[0], dtype=np.uint64)]
             )
         else:
-            threshold = np.uint64(
-                _trim(out_rows, out_hash, int(state[S_ROWS]), cap, table_hash, table_idx)
-            )
+            threshold = np.uint64(_trim(out_rows, out_hash, int(state[S_ROWS]), cap))
             state[S_ROWS] = cap
     n = int(state[S_ROWS])
     if n > cap:
-        _trim(out_rows, out_hash, n, cap, table_hash, table_idx)
+        _trim(out_rows, out_hash, n, cap)
         n = cap
     return (
         out_rows[:n].copy(),

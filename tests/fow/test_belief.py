@@ -293,17 +293,17 @@ def test_inconsistent_observation_raises() -> None:
 
 
 def test_kernel_signature_is_uint64_throughout() -> None:
-    BeliefSet.initial(WHITE).update_own_move(
-        move_from_uci(from_fen(STARTING_FEN), "e2e4"),
-        observe(from_fen("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1"), WHITE),
+    BeliefSet.initial(BLACK).update_opponent_move(
+        observe(from_fen("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1"), BLACK),
     )
     from numba import types
 
     rows2d = types.Array(types.uint64, 2, "C")
     words = types.Array(types.uint64, 1, "C")
     for sig in _expand_kernel.signatures:
-        assert sig[0] == rows2d and sig[3] == words and sig[8] == rows2d  # rows, target, out
-        assert sig[5] == sig[6] == sig[7] == types.uint64  # clocks, salt, threshold
+        assert sig[0] == rows2d and sig[3] == words and sig[7] == rows2d  # rows, target, out
+        assert sig[4] == sig[5] == sig[6] == types.uint64  # clocks, salt, threshold
+        assert sig[9] == types.Array(types.uint64, 2, "C")  # fingerprint table
         assert not any(isinstance(t, types.Float) for t in sig)
 
 

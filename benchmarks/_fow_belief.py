@@ -1,0 +1,145 @@
+"""Belief-set (P) speed and memory: ours against OpenSpiel's dark_chess, in the same run.
+
+Scenario (deterministic): a random FoW game (python `random.Random(10)`, moves drawn uniformly
+from the FoW move list) followed from black's side for 25 plies, with P capped at 10^6 stored
+positions. At ply 25 black's P has more than 10^6 consistent positions, so the cap holds exactly
+10^6 rows: that set gives bytes_per_position.
+
+- belief_children_per_s: candidate children tested (make the move, compute black's observation,
+  compare) per second over every update of the scenario, one thread, Python overhead included.
+- belief_vs_openspiel: the largest opponent-ply update of the scenario, ours over the same loop
+  written against OpenSpiel `dark_chess` from Python (for each parent: `legal_actions()`, then per
+  action `clone()`, `apply_action`, `observation_string(black)`, compare), timed on a uniform
+  sample of its parents. Building an OpenSpiel state from each parent's FEN is left out of the
+  timing (it would only make OpenSpiel slower).
+- bytes_per_position: bytes of the stored rows over their number, at 10^6 positions.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+import numpy as np
+
+from caligo.fow.belief import BeliefConfig, BeliefSet
+from caligo.fow.movegen import legal_moves
+from caligo.fow.observation import observe
+from caligo.fow.position import BLACK, STARTING_FEN, UNDO_WORDS, from_fen, make_move, to_fen
+
+SEED = 10
+PLIES = 25
+CAP = 1_000_000
+
+
+def _scenario() -> tuple[list[tuple[int, float, int, int]], BeliefSet, tuple[BeliefSet, str]]:
+    """Run the scenario; return per-update (ply, seconds, tested, |P|), the final P, and the
+    parent set and target (OpenSpiel form) of the largest opponent-ply update."""
+    rng = random.Random(SEED)
+    pos = from_fen(STARTING_FEN)
+    undo = np.empty(UNDO_WORDS, dtype=np.uint64)
+    belief = BeliefSet.initial(BLACK, config=BeliefConfig(max_positions=CAP))
+    rows: list[tuple[int, float, int, int]] = []
+    biggest: tuple[int, BeliefSet, np.ndarray] | None = None
+    for ply in range(1, PLIES + 1):
+        move = rng.choice(legal_moves(pos))
+        mover = int(pos[12])
+        make_move(pos, move, undo)
+        obs = observe(pos, BLACK)
+        before = belief
+        t = time.perf_counter()
+        if mover == BLACK:
+            belief = belief.update_own_move(move, obs)
+        else:
+            belief = belief.update_opponent_move(obs)
+        dt = time.perf_counter() - t
+        assert belief.last is not None
+        rows.append((ply, dt, belief.last.tested, len(belief)))
+        if mover != BLACK and before.exact:
+            if biggest is None or belief.last.tested > biggest[0]:
+                biggest = (belief.last.tested, before, pos.copy())
+    assert biggest is not None
+    return rows, belief, (biggest[1], to_fen(biggest[2]))
+
+
+def _ours_rate(parents: BeliefSet, true_fen: str) -> float:
+    """Children tested per second by one opponent-ply update of `parents`."""
+    obs = observe(from_fen(true_fen), BLACK)
+    t = time.perf_counter()
+    after = parents.update_opponent_move(obs)
+    dt = time.perf_counter() - t
+    assert after.last is not None
+    return after.last.tested / dt
+
+
+def _openspiel_states(parents: BeliefSet, n_parents: int) -> list[object]:
+    import pyspiel
+
+    sample = parents.sample(n_parents, np.random.default_rng(0))
+    return [pyspiel.load_game("dark_chess", {"fen": to_fen(p)}).new_initial_state() for p in sample]
+
+
+def _openspiel_rate(states: list[object], true_fen: str) -> float:
+    """The same loop in OpenSpiel: children tested per second over `states` (parents)."""
+    import pyspiel
+
+    black = 0  # OpenSpiel's player 0 is black
+    target = (
+        pyspiel.load_game("dark_chess", {"fen": true_fen})
+        .new_initial_state()
+        .observation_string(black)
+    )
+    tested = 0
+    hits = 0
+    t = time.perf_counter()
+    for state in states:
+        for action in state.legal_actions():  # type: ignore[attr-defined]
+            child = state.clone()  # type: ignore[attr-defined]
+            child.apply_action(action)
+            if child.observation_string(black) == target:
+                hits += 1
+            tested += 1
+    return tested / (time.perf_counter() - t)
+
+
+def measure(short: bool) -> dict[str, float]:
+    """Run the belief benchmark; print a table; return the three numbers of `caligo bench fow`."""
+    BeliefSet.initial(BLACK).update_opponent_move(
+        observe(from_fen("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"), BLACK)
+    )  # compile outside the timings
+    rows, final, (parents, true_fen) = _scenario()
+    seconds = sum(r[1] for r in rows)
+    tested = sum(r[2] for r in rows)
+    children_per_s = tested / seconds
+    # interleaved, best of 3 each: other processes on the machine slow both alike
+    states = _openspiel_states(parents, 150 if short else 600)
+    ours = theirs = 0.0
+    for _ in range(3):
+        ours = max(ours, _ours_rate(parents, true_fen))
+        theirs = max(theirs, _openspiel_rate(states, true_fen))
+    bytes_per_position = final.nbytes / len(final)
+
+    print("FoW belief set P (black's side of a random game, seed 10, cap 10^6)")
+    print(f"{'ply':>4} {'seconds':>9} {'children tested':>16} {'|P|':>9}")
+    for ply, dt, n, size in rows:
+        if n >= 10_000:
+            print(f"{ply:>4} {dt:>9.3f} {n:>16,} {size:>9,}")
+    print(f"  all {len(rows)} updates: {tested:,} children in {seconds:.2f} s")
+    print(
+        f"  belief_children_per_s  {children_per_s:>14,.0f}   (target >= 2,000,000)\n"
+        f"  largest opponent ply   {ours:>14,.0f} /s ours, {theirs:,.0f} /s OpenSpiel\n"
+        f"  belief_vs_openspiel    {ours / theirs:>14.1f}   (target >= 20)\n"
+        f"  bytes_per_position     {bytes_per_position:>14.1f}   at {len(final):,} positions"
+        f" ({final.size_seen:,} consistent; exact={final.exact}) (target <= 128)"
+    )
+    return {
+        "belief_children_per_s": float(children_per_s),
+        "belief_vs_openspiel": float(ours / theirs),
+        "bytes_per_position": float(bytes_per_position),
+    }
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(measure("--short" in sys.argv))
