@@ -35,6 +35,7 @@ from caligo.fow.position import (
     move_to,
     move_to_uci,
     piece_at,
+    square_attacked,
     to_fen,
     unmake_move,
     zobrist_key,
@@ -209,3 +210,14 @@ def test_position_class() -> None:
     assert p != q and p == Position.from_fen(p.fen())
     assert not p.is_over()
     assert len({m.uci() for m in ref_moves(chess.Board(p.fen()))}) == len(p.legal_moves())
+
+
+def test_square_attacked_against_python_chess() -> None:
+    """square_attacked equals python-chess `Board.is_attacked_by` on random positions."""
+    for fen in RANDOM_FENS[::6]:
+        pos = from_fen(fen)
+        board = chess.Board(fen)
+        for sq in range(64):
+            for color in (0, 1):
+                want = board.is_attacked_by(chess.WHITE if color == 0 else chess.BLACK, sq)
+                assert bool(square_attacked(pos, sq, color)) == want, (fen, sq, color)
