@@ -359,6 +359,7 @@ def _own_move_kernel(
             _pack_row(pos, out_rows[n_out])
             n_out += 1
     state[S_ROWS] = n_out
+    state[S_MATCHED] = n_out
     state[S_DISTINCT] = n_out
     state[S_NEXT] = n_rows
     return n_out
@@ -434,10 +435,12 @@ class BeliefConfig:
 
 @dataclass(frozen=True)
 class UpdateStats:
-    """What one update did: candidate children tested, distinct matches, parents lacking the
-    own move (always 0 unless observations and moves disagree)."""
+    """What one update did: candidate children tested, matching children (before
+    deduplication), distinct matches, parents lacking the own move (always 0 unless
+    observations and moves disagree)."""
 
     tested: int
+    matched: int
     distinct: int
     illegal_parents: int
 
@@ -531,7 +534,7 @@ class BeliefSet:
         if (own_move >= 0) != (mover == self.player):
             who = "own" if own_move >= 0 else "opponent"
             raise BeliefError(f"{who} move update at ply {self.ply}, but side {mover} is to move")
-        rows, distinct, tested, illegal = _expand(
+        rows, stats = _expand(
             self.rows,
             self.player,
             obs.to_array(),
@@ -555,12 +558,12 @@ class BeliefSet:
             player=self.player,
             rows=rows,
             ply=self.ply + 1,
-            exact=self.exact and distinct == rows.shape[0],
-            size_seen=distinct,
+            exact=self.exact and stats.distinct == rows.shape[0],
+            size_seen=stats.distinct,
             size_exact=self.exact,
             config=self.config,
             fullmove0=self.fullmove0,
-            last=UpdateStats(tested=tested, distinct=distinct, illegal_parents=illegal),
+            last=stats,
         )
 
 
@@ -572,10 +575,10 @@ def _expand(
     clocks: np.uint64,
     config: BeliefConfig,
     rng: np.random.Generator,
-) -> tuple[np.ndarray, int, int, int]:
-    """Run `_expand_kernel` to completion, growing buffers and trimming at the cap.
+) -> tuple[np.ndarray, UpdateStats]:
+    """Run the update kernel to completion, growing buffers and trimming at the cap.
 
-    Returns (rows uint64 (k, ROW_WORDS) with k <= max_positions, distinct, tested, illegal).
+    Returns (rows uint64 (k, ROW_WORDS) with k <= max_positions, the update's statistics).
     """
     cap = config.max_positions
     src = np.ascontiguousarray(rows)
@@ -584,7 +587,7 @@ def _expand(
         out = np.empty((src.shape[0], ROW_WORDS), dtype=np.uint64)
         st = np.zeros(S_WORDS, dtype=np.int64)
         n = _own_move_kernel(src, src.shape[0], player, target, own_move, clocks, out, st)
-        return out[:n].copy(), int(st[S_DISTINCT]), int(st[S_TESTED]), int(st[S_ILLEGAL])
+        return out[:n].copy(), _stats(st)
     salt = np.uint64(rng.integers(0, 2**64 - 1, dtype=np.uint64, endpoint=True))
     threshold = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
     row_cap = min(max(1024, 4 * rows.shape[0]), 2 * cap + MAX_MOVES)
@@ -619,11 +622,15 @@ def _expand(
     if n > cap:
         _trim(out_rows, out_hash, n, cap)
         n = cap
-    return (
-        out_rows[:n].copy(),
-        int(state[S_DISTINCT]),
-        int(state[S_TESTED]),
-        int(state[S_ILLEGAL]),
+    return out_rows[:n].copy(), _stats(state)
+
+
+def _stats(state: np.ndarray) -> UpdateStats:
+    return UpdateStats(
+        tested=int(state[S_TESTED]),
+        matched=int(state[S_MATCHED]),
+        distinct=int(state[S_DISTINCT]),
+        illegal_parents=int(state[S_ILLEGAL]),
     )
 
 
