@@ -10,7 +10,7 @@ from typing import Any
 def _belief(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from caligo.fow.belief import BeliefConfig, BeliefSet
+    from caligo.fow.belief import BeliefConfig, BeliefSet, SizeKind
     from caligo.fow.notation import move_to_san, read_pgn
     from caligo.fow.observation import observe
     from caligo.fow.position import BLACK, UNDO_WORDS, WHITE, from_fen, make_move
@@ -35,8 +35,11 @@ def _belief(args: argparse.Namespace) -> int:
             belief = belief.update_opponent_move(obs)
         note = ""
         if not belief.exact:
-            bound = "" if belief.size_exact else ">= "
-            note = f"  (uniform sample of {bound}{belief.size_seen} consistent positions)"
+            bound = {SizeKind.EXACT: "", SizeKind.LOWER_BOUND: ">= ", SizeKind.ESTIMATE: "~"}
+            note = (
+                f"  (uniform sample of {bound[belief.size_kind]}{belief.size_seen}"
+                " consistent positions)"
+            )
         print(f"{ply:>4}  {san:<8} {len(belief):>10}{note}")
         if int(pos[5]) == 0 or int(pos[11]) == 0:
             break
@@ -51,7 +54,7 @@ def register(sub: Any) -> None:
     p.add_argument("pgn", help="PGN file of one FoW game")
     p.add_argument("--as", dest="side", choices=("white", "black"), required=True)
     p.add_argument(
-        "--max-positions", type=int, default=4_000_000, help="memory cap of P (positions)"
+        "--max-positions", type=int, default=2_000_000, help="memory cap of P (positions)"
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the subsample past the cap")
     p.set_defaults(func=_belief)

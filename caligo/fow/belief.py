@@ -6,10 +6,12 @@ so far" (seed 001 section 3): P starts as the known initial position and is upda
 - after the player's own move m: P <- {s.m : s in P, obs(s.m) = o}, and
 - after an opponent move: P <- {s.m : s in P, m a FoW move of s, obs(s.m) = o},
 
-where o is the observation the player actually received. Both updates run in one numba kernel
-(`_expand_kernel`): for every parent and every move it makes the move, computes the player's
-observation (`caligo.fow.observation._observe_kernel`), compares it with o, and inserts matches
-into a hash table that drops duplicates.
+where o is the observation the player actually received. Each runs in a numba kernel:
+`_expand_kernel` (opponent ply) makes every move of every parent, compares the player's
+observation (`caligo.fow.observation._observe_kernel`) with o, after a cheap necessary test
+(the pieces on o's visible squares), and inserts matches into a hash table that drops
+duplicates; `_own_move_kernel` (own move) needs no table, because the move's destination is
+visible, so its contents agree in every parent and distinct parents give distinct children.
 
 Storage. Positions that are the same for all future play are stored once: a row is the twelve
 piece bitboards plus one packed word (side to move bit 0, castling rights bits 1-4, en-passant
@@ -21,16 +23,22 @@ by the referee, who holds the true position (seed 001 appendix A; seed 000 B.1: 
 
 Memory cap. `BeliefConfig.max_positions` bounds the stored rows. When more distinct positions are
 consistent, P becomes a uniform random sample of them, of size `max_positions`: the distinct
-children with the smallest salted hashes (a bottom-k sample; a fresh random salt per update makes
-it uniform). The set says so: `exact` is False and `size_seen` holds the number of distinct
-consistent positions the update found (exact count: every distinct child's hash is kept, at 16
-bytes, so dropping rows never loses the count). Once P is a sample, later updates run from the
-sample, so their `size_seen` is a lower bound; `exact` stays False.
+children with the smallest salted fingerprints (a bottom-k sample; a fresh random salt per update
+makes it uniform). The set says so: `exact` is False and `size_seen` holds the number of distinct
+consistent positions the update found, with `size_kind` saying how good that number is: exact
+(every distinct child's 16-byte fingerprint is kept, up to `count_factor * max_positions` of
+them), an estimate past that bound (the table then keeps only the smallest fingerprints, and the
+count is scaled by the fraction of the fingerprint space they cover), or a lower bound once P is
+a sample (later updates run from the sample). `exact` stays False from then on.
+
+Deduplication compares 128-bit fingerprints (two independent 64-bit hashes of the 104-byte row):
+a false merge needs a 128-bit collision, probability about n^2 / 2^129 (10^-21 at n = 10^9).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
 import numpy as np
 from numba import njit
@@ -81,7 +89,16 @@ S_TESTED = 3  # candidate children tested
 S_ILLEGAL = 4  # parents where a given own move was not in the move list
 S_MATCHED = 5  # matching children before deduplication
 S_SCRATCH = 6  # written by `_flush` so its prefetching loads are not optimized away
-S_WORDS = 7
+S_TABLE = 7  # fingerprints currently in the table
+S_WORDS = 8
+
+
+class SizeKind(Enum):
+    """How `BeliefSet.size_seen` relates to the true |P|."""
+
+    EXACT = "exact"  # the update ran from an exact P and counted every distinct child
+    LOWER_BOUND = "lower bound"  # the update ran from a sample: the true |P| is at least this
+    ESTIMATE = "estimate"  # too many to count within the memory bound: a bottom-k estimate
 
 
 class BeliefError(FowError):
@@ -151,6 +168,7 @@ def _insert(
     row: np.ndarray,
     fp: np.ndarray,
     threshold: np.uint64,
+    count_threshold: np.uint64,
     out_rows: np.ndarray,
     out_hash: np.ndarray,
     table: np.ndarray,
@@ -158,12 +176,15 @@ def _insert(
 ) -> None:
     """Insert a matching child: count it if new, store it if fp[0] <= threshold.
 
-    table uint64 (T, 2): 128-bit fingerprints, (0, *) = empty slot; T a power of two, load
-    kept under 1/2 by the caller. out_rows uint64 (R, ROW_WORDS), out_hash uint64 (R,): the
-    stored rows and their fp[0]; state int64 (S_WORDS,).
+    Only fingerprints with fp[0] <= count_threshold are kept (all of them until the table
+    reaches its limit; see `_expand`). table uint64 (T, 2): 128-bit fingerprints, (0, *) = empty
+    slot; T a power of two, load kept under 1/2 by the caller. out_rows uint64 (R, ROW_WORDS),
+    out_hash uint64 (R,): the stored rows and their fp[0]; state int64 (S_WORDS,).
     """
-    mask = table.shape[0] - 1
     h = fp[0]
+    if h > count_threshold:
+        return
+    mask = table.shape[0] - 1
     slot = np.int64(h & np.uint64(mask))
     while True:
         th = table[slot, 0]
@@ -175,6 +196,7 @@ def _insert(
     table[slot, 0] = h
     table[slot, 1] = fp[1]
     state[S_DISTINCT] += 1
+    state[S_TABLE] += 1
     if h <= threshold:
         n = state[S_ROWS]
         for i in range(ROW_WORDS):
@@ -194,6 +216,7 @@ def _flush(
     pend_fp: np.ndarray,
     n_pend: int,
     threshold: np.uint64,
+    count_threshold: np.uint64,
     out_rows: np.ndarray,
     out_hash: np.ndarray,
     table: np.ndarray,
@@ -207,7 +230,9 @@ def _flush(
         acc ^= table[np.int64(pend_fp[j, 0] & mask), 0]
     state[S_SCRATCH] = np.int64(acc & np.uint64(1))  # keeps the touching loads alive
     for j in range(n_pend):
-        _insert(pend_rows[j], pend_fp[j], threshold, out_rows, out_hash, table, state)
+        _insert(
+            pend_rows[j], pend_fp[j], threshold, count_threshold, out_rows, out_hash, table, state
+        )
 
 
 @njit(cache=True, nogil=True)
@@ -219,6 +244,7 @@ def _expand_kernel(
     clocks: np.uint64,
     salt: np.uint64,
     threshold: np.uint64,
+    count_threshold: np.uint64,
     out_rows: np.ndarray,
     out_hash: np.ndarray,
     table: np.ndarray,
@@ -229,9 +255,9 @@ def _expand_kernel(
 
     rows uint64 (>= n_rows, ROW_WORDS): parents. player: the observer. target uint64
     (OBS_WORDS,): the observation received. clocks: clocks word for the unpacked parents (not
-    observed, not stored). salt, threshold: fingerprint salt and admission bound (see
-    `_insert`). out_rows uint64 (R, ROW_WORDS), out_hash uint64 (R,), table uint64 (T, 2),
-    state int64 (S_WORDS,): in/out counters.
+    observed, not stored). salt, threshold, count_threshold: fingerprint salt and the
+    storage and counting bounds (see `_insert`). out_rows uint64 (R, ROW_WORDS), out_hash
+    uint64 (R,), table uint64 (T, 2), state int64 (S_WORDS,): in/out counters.
     Returns ST_DONE, or ST_GROW_ROWS / ST_GROW_TABLE when it stopped (at a parent boundary,
     with nothing pending) for more room; call again after growing.
     """
@@ -245,14 +271,17 @@ def _expand_kernel(
     half_table = table.shape[0] >> 1
     cap_rows = out_rows.shape[0]
     tvis = target[0]
+    thr = threshold
+    cthr = count_threshold
+    st = state
     i = state[S_NEXT]
     while i < n_rows:
         if state[S_ROWS] + MAX_MOVES + BATCH > cap_rows:
-            _flush(pend_rows, pend_fp, n_pend, threshold, out_rows, out_hash, table, state)
+            _flush(pend_rows, pend_fp, n_pend, thr, cthr, out_rows, out_hash, table, st)
             state[S_NEXT] = i
             return ST_GROW_ROWS
-        if state[S_DISTINCT] + MAX_MOVES + BATCH > half_table:
-            _flush(pend_rows, pend_fp, n_pend, threshold, out_rows, out_hash, table, state)
+        if state[S_TABLE] + MAX_MOVES + BATCH > half_table:
+            _flush(pend_rows, pend_fp, n_pend, thr, cthr, out_rows, out_hash, table, st)
             state[S_NEXT] = i
             return ST_GROW_TABLE
         _unpack_row(rows[i], clocks, pos)
@@ -303,11 +332,11 @@ def _expand_kernel(
                 _fingerprint(pend_rows[n_pend], salt, pend_fp[n_pend])
                 n_pend += 1
                 if n_pend == BATCH:
-                    _flush(pend_rows, pend_fp, n_pend, threshold, out_rows, out_hash, table, state)
+                    _flush(pend_rows, pend_fp, n_pend, thr, cthr, out_rows, out_hash, table, st)
                     n_pend = 0
             unmake_move(pos, m, undo)
         i += 1
-    _flush(pend_rows, pend_fp, n_pend, threshold, out_rows, out_hash, table, state)
+    _flush(pend_rows, pend_fp, n_pend, thr, cthr, out_rows, out_hash, table, st)
     state[S_NEXT] = n_rows
     return ST_DONE
 
@@ -384,6 +413,25 @@ def _rehash(old: np.ndarray, new: np.ndarray) -> int:
 
 
 @njit(cache=True, nogil=True)
+def _shrink(old: np.ndarray, new: np.ndarray, count_threshold: np.uint64) -> int:
+    """Copy the fingerprints of `old` with fp[0] <= count_threshold into the empty `new`
+    (both uint64 (T, 2)); return how many."""
+    mask = new.shape[0] - 1
+    kept = 0
+    for s in range(old.shape[0]):
+        h = old[s, 0]
+        if h == _EMPTY or h > count_threshold:
+            continue
+        slot = np.int64(h & np.uint64(mask))
+        while new[slot, 0] != _EMPTY:
+            slot = (slot + 1) & mask
+        new[slot, 0] = h
+        new[slot, 1] = old[s, 1]
+        kept += 1
+    return kept
+
+
+@njit(cache=True, nogil=True)
 def _trim(out_rows: np.ndarray, out_hash: np.ndarray, n: int, keep: int) -> np.uint64:
     """Keep the `keep` stored rows of smallest fingerprint, compacting them; return the new
     admission threshold. out_rows uint64 (R, ROW_WORDS), out_hash uint64 (R,). The evicted
@@ -423,25 +471,38 @@ def _unpack_many(rows: np.ndarray, clocks: np.uint64, out: np.ndarray) -> int:
 
 @dataclass(frozen=True)
 class BeliefConfig:
-    """Settings of a belief set: memory cap (stored positions) and the sampling seed."""
+    """Settings of a belief set.
 
-    max_positions: int = 4_000_000
+    max_positions: memory cap, in stored positions (104 bytes each).
+    count_factor: an update counts distinct children exactly up to count_factor * max_positions
+        (16-byte fingerprints); past that it keeps counting a bottom-k sketch and reports an
+        estimate. Peak update memory is about (208 + 64 * count_factor) bytes * max_positions
+        on top of P itself.
+    seed: seeds the per-update fingerprint salt, hence which positions a capped P keeps.
+    """
+
+    max_positions: int = 2_000_000
+    count_factor: int = 4
     seed: int = 0
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_positions, int) or self.max_positions < 1:
             raise ValueError(f"max_positions must be a positive int, got {self.max_positions!r}")
+        if not isinstance(self.count_factor, int) or self.count_factor < 2:
+            raise ValueError(f"count_factor must be an int >= 2, got {self.count_factor!r}")
 
 
 @dataclass(frozen=True)
 class UpdateStats:
     """What one update did: candidate children tested, matching children (before
-    deduplication), distinct matches, parents lacking the own move (always 0 unless
-    observations and moves disagree)."""
+    deduplication), distinct matches (an estimate when `distinct_estimated`: the counting table
+    hit its limit), parents lacking the own move (always 0 unless observations and moves
+    disagree)."""
 
     tested: int
     matched: int
     distinct: int
+    distinct_estimated: bool
     illegal_parents: int
 
 
@@ -450,8 +511,8 @@ class BeliefSet:
     """A player's set P of possible positions: rows uint64 (n, ROW_WORDS), one per position.
 
     `exact` is False once the memory cap forced a uniform subsample; `size_seen` is the number
-    of distinct consistent positions found by the last update: the true |P| when `size_exact`
-    (the update ran from an exact P), a lower bound otherwise (see the module docstring).
+    of distinct consistent positions found by the last update, exact, a lower bound or an
+    estimate as `size_kind` says (see the module docstring).
     `ply` counts plies since the initial position; `fullmove0` is its full-move number.
     """
 
@@ -460,7 +521,7 @@ class BeliefSet:
     ply: int
     exact: bool
     size_seen: int
-    size_exact: bool = True
+    size_kind: SizeKind = SizeKind.EXACT
     config: BeliefConfig = field(default_factory=BeliefConfig)
     fullmove0: int = 1
     last: UpdateStats | None = None
@@ -560,7 +621,13 @@ class BeliefSet:
             ply=self.ply + 1,
             exact=self.exact and stats.distinct == rows.shape[0],
             size_seen=stats.distinct,
-            size_exact=self.exact,
+            size_kind=(
+                SizeKind.ESTIMATE
+                if stats.distinct_estimated
+                else SizeKind.EXACT
+                if self.exact
+                else SizeKind.LOWER_BOUND
+            ),
             config=self.config,
             fullmove0=self.fullmove0,
             last=stats,
@@ -589,26 +656,44 @@ def _expand(
         n = _own_move_kernel(src, src.shape[0], player, target, own_move, clocks, out, st)
         return out[:n].copy(), _stats(st)
     salt = np.uint64(rng.integers(0, 2**64 - 1, dtype=np.uint64, endpoint=True))
-    threshold = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
-    row_cap = min(max(1024, 4 * rows.shape[0]), 2 * cap + MAX_MOVES)
+    top = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+    threshold = top  # rows stored: fingerprints <= threshold
+    count_threshold = top  # fingerprints counted: <= count_threshold
+    count_limit = config.count_factor * cap
+    row_limit = 2 * cap + MAX_MOVES + BATCH
+    row_cap = min(max(1024, 4 * rows.shape[0]), row_limit)
     out_rows = np.empty((row_cap, ROW_WORDS), dtype=np.uint64)
     out_hash = np.empty(row_cap, dtype=np.uint64)
-    tsize = 1 << max(11, int(2 * row_cap).bit_length())
+    tsize = 1 << max(11, int(2 * min(row_cap, count_limit)).bit_length())
     table = np.zeros((tsize, 2), dtype=np.uint64)
     state = np.zeros(S_WORDS, dtype=np.int64)
     while True:
         status = _expand_kernel(
-            src, src.shape[0], player, target, clocks, salt, threshold,
+            src, src.shape[0], player, target, clocks, salt, threshold, count_threshold,
             out_rows, out_hash, table, state,
         )  # fmt: skip
         if status == ST_DONE:
             break
-        if status == ST_GROW_TABLE:
+        if status == ST_GROW_TABLE and state[S_TABLE] < count_limit:
             new_table = np.zeros((2 * table.shape[0], 2), dtype=np.uint64)
             _rehash(table, new_table)
             table = new_table
-        elif out_rows.shape[0] < 2 * cap + MAX_MOVES:
-            grown = min(2 * out_rows.shape[0], 2 * cap + MAX_MOVES)
+        elif status == ST_GROW_TABLE:
+            # bound the table: keep counting only the distinct children whose fingerprint is
+            # among the count_limit/2 smallest so far (a bottom-k sketch); the stored rows,
+            # trimmed to the cap first, all lie below that bound
+            if state[S_ROWS] > cap:
+                threshold = np.uint64(_trim(out_rows, out_hash, int(state[S_ROWS]), cap))
+                state[S_ROWS] = cap
+            hashes = table[:, 0][table[:, 0] != 0]
+            k = count_limit // 2
+            kth = np.partition(hashes, k - 1)[k - 1]
+            count_threshold = np.uint64(max(int(kth), int(threshold)))
+            new_table = np.zeros_like(table)
+            state[S_TABLE] = _shrink(table, new_table, count_threshold)
+            table = new_table
+        elif out_rows.shape[0] < row_limit:
+            grown = min(2 * out_rows.shape[0], row_limit)
             out_rows = np.concatenate(
                 [out_rows, np.empty((grown - out_rows.shape[0], ROW_WORDS), dtype=np.uint64)]
             )
@@ -622,14 +707,19 @@ def _expand(
     if n > cap:
         _trim(out_rows, out_hash, n, cap)
         n = cap
-    return out_rows[:n].copy(), _stats(state)
+    if count_threshold == top:
+        return out_rows[:n].copy(), _stats(state)
+    # distinct children estimated from the counted fraction of the fingerprint space
+    estimate = round(int(state[S_TABLE]) * 2.0**64 / (int(count_threshold) + 1))
+    return out_rows[:n].copy(), _stats(state, max(estimate, n + 1))
 
 
-def _stats(state: np.ndarray) -> UpdateStats:
+def _stats(state: np.ndarray, estimate: int | None = None) -> UpdateStats:
     return UpdateStats(
         tested=int(state[S_TESTED]),
         matched=int(state[S_MATCHED]),
-        distinct=int(state[S_DISTINCT]),
+        distinct=int(state[S_DISTINCT]) if estimate is None else estimate,
+        distinct_estimated=estimate is not None,
         illegal_parents=int(state[S_ILLEGAL]),
     )
 
@@ -650,6 +740,7 @@ __all__ = [
     "BeliefConfig",
     "BeliefError",
     "BeliefSet",
+    "SizeKind",
     "UpdateStats",
     "pack_positions",
 ]

@@ -11,6 +11,7 @@ side to move can capture there); (c) an uncapped run for the memory-cap tests.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 from pathlib import Path
@@ -25,6 +26,7 @@ from caligo.fow.belief import (
     BeliefConfig,
     BeliefError,
     BeliefSet,
+    SizeKind,
     _expand_kernel,
     pack_positions,
 )
@@ -219,10 +221,13 @@ def test_pack_normalizes_en_passant_like_python_chess() -> None:
 # --- cap, sampling, storage, errors -----------------------------------------------------------
 
 
-def _opening_beliefs(cap: int, seed: int = 0) -> tuple[BeliefSet, BeliefSet, np.ndarray]:
+def _opening_beliefs(
+    cap: int, seed: int = 0, count_factor: int = 4
+) -> tuple[BeliefSet, BeliefSet, np.ndarray]:
     """Black's P after 1.Nf3 Nc6 2.Nc3 Nf6 3.e3 (capped, and uncapped), and the true position."""
     pos = from_fen(STARTING_FEN)
-    b = BeliefSet.initial(BLACK, config=BeliefConfig(max_positions=cap, seed=seed))
+    cfg = BeliefConfig(max_positions=cap, seed=seed, count_factor=count_factor)
+    b = BeliefSet.initial(BLACK, config=cfg)
     full = BeliefSet.initial(BLACK)
     for uci in ("g1f3", "b8c6", "b1c3", "g8f6", "e2e3"):
         move = move_from_uci(pos, uci)
@@ -244,7 +249,7 @@ def test_memory_cap_gives_a_flagged_uniform_subsample() -> None:
     counts: dict[bytes, int] = {}
     runs = 200
     for seed in range(runs):
-        capped, _, _ = _opening_beliefs(cap=cap, seed=seed)
+        capped, _, _ = _opening_beliefs(cap=cap, seed=seed, count_factor=10**6)
         assert not capped.exact
         assert len(capped) == cap
         assert capped.size_seen == len(full)  # the true size is reported, not lost
@@ -305,9 +310,9 @@ def test_kernel_signature_is_uint64_throughout() -> None:
     rows2d = types.Array(types.uint64, 2, "C")
     words = types.Array(types.uint64, 1, "C")
     for sig in _expand_kernel.signatures:
-        assert sig[0] == rows2d and sig[3] == words and sig[7] == rows2d  # rows, target, out
-        assert sig[4] == sig[5] == sig[6] == types.uint64  # clocks, salt, threshold
-        assert sig[9] == types.Array(types.uint64, 2, "C")  # fingerprint table
+        assert sig[0] == rows2d and sig[3] == words and sig[8] == rows2d  # rows, target, out
+        assert sig[4] == sig[5] == sig[6] == sig[7] == types.uint64  # clocks, salt, thresholds
+        assert sig[10] == types.Array(types.uint64, 2, "C")  # fingerprint table
         assert not any(isinstance(t, types.Float) for t in sig)
 
 
@@ -332,3 +337,44 @@ def test_cli_prints_the_size_of_p_after_every_ply(
     # c5 are empty; the c8 bishop now sees b7, a6)
     assert [r[2] for r in rows[:3]] == ["1", "20", "20"]
     assert [r[1] for r in rows] == ["start", "e4", "b6", "g3", "Ba6"]
+
+
+def _last_ply_with(cap: int, seed: int = 0, count_factor: int = 4) -> tuple[BeliefSet, int]:
+    """Black's P after 3.e3 computed from the exact P before it under a (small) cap; and the
+    exact size of that P."""
+    pos = from_fen(STARTING_FEN)
+    b = BeliefSet.initial(BLACK, config=BeliefConfig(max_positions=10**6))
+    for uci in ("g1f3", "b8c6", "b1c3", "g8f6"):
+        move = move_from_uci(pos, uci)
+        mover = int(pos[12])
+        _play(pos, move)
+        obs = observe(pos, BLACK)
+        b = b.update_own_move(move, obs) if mover == BLACK else b.update_opponent_move(obs)
+    _play(pos, move_from_uci(pos, "e2e3"))
+    obs = observe(pos, BLACK)
+    exact = b.update_opponent_move(obs)
+    assert exact.exact
+    cfg = BeliefConfig(max_positions=cap, seed=seed, count_factor=count_factor)
+    return dataclasses.replace(b, config=cfg).update_opponent_move(obs), len(exact)
+
+
+def test_count_past_the_table_bound_is_an_estimate() -> None:
+    # Expected: the exact |P| from an uncapped run; the bottom-k estimate is unbiased with a
+    # relative error ~ 1/sqrt(k), k = count_factor * cap / 2 = 8 here: 60 runs average it.
+    estimates = []
+    for seed in range(60):
+        b, true_size = _last_ply_with(cap=4, seed=seed, count_factor=4)
+        assert len(b) == 4 and not b.exact
+        assert b.size_kind is SizeKind.ESTIMATE
+        estimates.append(b.size_seen)
+    assert abs(np.mean(estimates) / true_size - 1) < 0.25
+    # with room to count, the same cap reports the exact size
+    b, true_size = _last_ply_with(cap=4, count_factor=10**6)
+    assert b.size_kind is SizeKind.EXACT and b.size_seen == true_size
+
+
+@pytest.mark.parametrize("cap", [1, 2, 31])
+def test_tiny_caps_work(cap: int) -> None:
+    b, true_size = _last_ply_with(cap=cap, count_factor=10**6)
+    assert len(b) == cap and b.size_seen == true_size and not b.exact
+    assert b.size_kind is SizeKind.EXACT
