@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -137,6 +138,16 @@ def _short(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def read_transcript(path: str | Path) -> Transcript:
+    """Read a transcript JSON file (raises TranscriptError on bad content, OSError on I/O)."""
+    return Transcript.from_json(Path(path).read_text())
+
+
+def write_transcript(transcript: Transcript, path: str | Path) -> None:
+    """Write a transcript as JSON to `path`."""
+    Path(path).write_text(transcript.to_json())
+
+
 def transcripts_from_moves(
     moves: Iterable[str], start_fen: str = STARTING_FEN
 ) -> tuple[Transcript, Transcript]:
@@ -181,5 +192,7 @@ __all__ = [
     "TranscriptEntry",
     "TranscriptError",
     "belief_sizes",
+    "read_transcript",
     "transcripts_from_moves",
+    "write_transcript",
 ]

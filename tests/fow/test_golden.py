@@ -177,11 +177,15 @@ if __name__ == "__main__":
 # --- transcripts: JSON round trip, errors, belief from a transcript alone ----------------------
 
 
-def test_transcript_json_round_trip() -> None:
+def test_transcript_json_round_trip(tmp_path: Path) -> None:
+    from caligo.fow.transcript import read_transcript, write_transcript
+
     white, black = transcripts_from_moves(GAMES["promotion"])
     for t in (white, black):
         assert Transcript.from_json(t.to_json()) == t
         assert Transcript.from_json(t.to_json(indent=None)) == t
+        write_transcript(t, tmp_path / "t.json")
+        assert read_transcript(tmp_path / "t.json") == t
 
 
 @pytest.mark.parametrize(
