@@ -43,10 +43,10 @@ from enum import Enum
 import numpy as np
 from numba import njit
 
-from caligo.fow.bitboard import PAWN_ATTACKS, U0, U1, popcount
+from caligo.fow.bitboard import FILES, PAWN_ATTACKS, RANKS, U0, U1, popcount
 from caligo.fow.errors import FowError
 from caligo.fow.movegen import MAX_MOVES, count_moves, gen_moves
-from caligo.fow.observation import OBS_WORDS, Observation, _observe_kernel
+from caligo.fow.observation import O_STM, OBS_WORDS, Observation, _observe_kernel
 from caligo.fow.position import (
     CASTLE_ROOK,
     KIND_CASTLING,
@@ -70,6 +70,14 @@ ROW_WORDS = 13
 ROW_BYTES = ROW_WORDS * 8
 
 _EMPTY = U0
+_S8 = np.uint64(8)
+_RANK_3 = RANKS[2]
+_RANK_6 = RANKS[5]
+_NOT_FILE_A = ~FILES[0]
+_NOT_FILE_H = ~FILES[7]
+_OWN_RIGHTS = np.array([3, 12], dtype=np.uint64)
+_CASTLE_PATH = np.array([0b0110_1110, 0b0110_1110 << 56], dtype=np.uint64)
+"""b, c, d, f, g on the back rank: squares castling needs empty, per player."""
 _S1 = np.uint64(1)
 _S5 = np.uint64(5)
 _M4 = np.uint64(15)
@@ -294,6 +302,17 @@ def _expand_kernel(
             state[S_TESTED] += count_moves(pos)
             i += 1
             continue
+        # a "silent" move touches no square that can change the player's observation: the
+        # child then observes exactly what the parent does, with the side to move flipped
+        _observe_kernel(pos, player, obs)
+        sensitive = obs[0] | _sensitive_extra(pos, player)
+        obs[O_STM] = np.uint64(player)
+        silent_ok = True
+        for w in range(OBS_WORDS):
+            if obs[w] != target[w]:
+                silent_ok = False
+                break
+        opp_pawns = pos[(1 - player) * 6 + PAWN]
         n = gen_moves(pos, moves)
         if n > MAX_MOVES:
             n = MAX_MOVES
@@ -311,16 +330,22 @@ def _expand_kernel(
                 touched |= (U1 << np.uint64(CASTLE_ROOK[to, 0])) | (
                     U1 << np.uint64(CASTLE_ROOK[to, 1])
                 )
+            elif (to - frm == 16 or frm - to == 16) and (opp_pawns >> np.uint64(frm)) & U1:
+                touched |= U1 << np.uint64((frm + to) >> 1)  # the en-passant square
             if diff & ~touched:
+                continue
+            silent = (touched & sensitive) == U0
+            if silent and not silent_ok:
                 continue
             make_move(pos, m, undo)
             # cheap necessary condition: the pieces on the target's visible squares
             same = True
-            for c in range(12):
-                if (pos[c] & tvis) != target[1 + c]:
-                    same = False
-                    break
-            if same:
+            if not silent:
+                for c in range(12):
+                    if (pos[c] & tvis) != target[1 + c]:
+                        same = False
+                        break
+            if same and not silent:
                 _observe_kernel(pos, player, obs)
                 for w in range(OBS_WORDS):
                     if obs[w] != target[w]:
@@ -339,6 +364,25 @@ def _expand_kernel(
     _flush(pend_rows, pend_fp, n_pend, thr, cthr, out_rows, out_hash, table, st)
     state[S_NEXT] = n_rows
     return ST_DONE
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sensitive_extra(pos: np.ndarray, player: int) -> np.uint64:
+    """Fog squares whose occupancy can still change `player`'s observation: the pawns' push,
+    double-push and capture squares, and the castling path when a right is left. (Every other
+    square that matters is visible.) pos uint64 (16,)."""
+    pawns = pos[player * 6 + PAWN]
+    if player == 0:
+        single = pawns << _S8
+        out = single | ((single & _RANK_3) << _S8)
+        out |= ((pawns & _NOT_FILE_A) << np.uint64(7)) | ((pawns & _NOT_FILE_H) << np.uint64(9))
+    else:
+        single = pawns >> _S8
+        out = single | ((single & _RANK_6) >> _S8)
+        out |= ((pawns & _NOT_FILE_A) >> np.uint64(9)) | ((pawns & _NOT_FILE_H) >> np.uint64(7))
+    if pos[W_CASTLE] & _OWN_RIGHTS[player]:
+        out |= _CASTLE_PATH[player]
+    return out
 
 
 @njit(cache=True, nogil=True)
