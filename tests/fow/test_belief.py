@@ -378,3 +378,47 @@ def test_tiny_caps_work(cap: int) -> None:
     b, true_size = _last_ply_with(cap=cap, count_factor=10**6)
     assert len(b) == cap and b.size_seen == true_size and not b.exact
     assert b.size_kind is SizeKind.EXACT
+
+
+def _brute_force_opponent_update(
+    parents: np.ndarray, player: int, target: np.ndarray
+) -> set[bytes]:
+    """Every move of every parent, kept when the observation equals target: a plain loop over
+    the move generator and the observation function (no prefilters, no hash table)."""
+    from caligo.fow.observation import observe_array
+
+    out: set[bytes] = set()
+    for parent in parents:
+        for move in legal_moves(parent):
+            child = parent.copy()
+            make_move(child, move, _UNDO)
+            if np.array_equal(observe_array(child, player), target):
+                out.add(pack_positions(child[None, :])[0].tobytes())
+    return out
+
+
+def test_opponent_update_equals_brute_force_on_larger_sets() -> None:
+    rng = random.Random(12)
+    compared = 0
+    for _ in range(6 if SHORT else 20):
+        pos = from_fen(STARTING_FEN)
+        beliefs = [BeliefSet.initial(WHITE), BeliefSet.initial(BLACK)]
+        for _ply in range(14):
+            moves = legal_moves(pos)
+            if _over(pos) or not moves:
+                break
+            move = rng.choice(moves)
+            mover = int(pos[12])
+            _play(pos, move)
+            for p in (WHITE, BLACK):
+                obs = observe(pos, p)
+                before = beliefs[p]
+                if p == mover:
+                    beliefs[p] = before.update_own_move(move, obs)
+                    continue
+                beliefs[p] = before.update_opponent_move(obs)
+                if len(before) <= 3000:
+                    expected = _brute_force_opponent_update(before.positions(), p, obs.to_array())
+                    assert {r.tobytes() for r in beliefs[p].rows} == expected
+                    compared += 1
+    assert compared > 30
