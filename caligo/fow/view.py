@@ -54,15 +54,15 @@ def _check(obs: Any) -> Observation:
 
 def legal_moves_uci(obs: Observation) -> list[str]:
     """Return the observer's legal moves (UCI, sorted) from the observation alone; [] if it is
-    not their turn.
+    not their turn or the game is over.
 
     The position handed to the move generator holds the observer's pieces, the visible enemy
     pieces, and a blocker on every fog square (a fog square is never empty-for-sure nor a move
     destination); moves onto fog squares are then dropped (pawn "captures" of a blocker).
     """
     _check(obs)
-    if obs.side_to_move != obs.player or not obs.own:
-        return []
+    if obs.side_to_move != obs.player or not obs.pieces[obs.player * 6 + 5]:
+        return []  # not their turn, or their king was captured (the game is over)
     pos = np.zeros(POS_WORDS, dtype=np.uint64)
     for code in range(12):
         pos[code] = np.uint64(obs.pieces[code])
