@@ -105,6 +105,37 @@ def _traverse_kernel(
 
 
 @njit(cache=True, nogil=True)
+def _terminal_sequence_values(
+    p: int,
+    lo: int,
+    hi: int,
+    player_infosets: np.ndarray,
+    num_actions: np.ndarray,
+    first_seq: np.ndarray,
+    term_seq: np.ndarray,
+    term_coef: np.ndarray,
+    opp_plan: np.ndarray,
+    seq_value: np.ndarray,
+) -> int:
+    """Set seq_value[s] = g(s) = sum of term_coef * opp_plan over p's sparse payoff entries at s.
+
+    Zeroes p's sequences (range lo..hi of player_infosets) first, then scatters the terminal
+    payoff terms: the shared first half of every sequence-form pass. Arrays as in
+    `_seqform_traverse_kernel`. Returns OK.
+    """
+    seq_value[0] = 0.0
+    for i in range(lo, hi):
+        g = player_infosets[i]
+        for a in range(first_seq[g], first_seq[g] + num_actions[g]):
+            seq_value[a] = 0.0
+    sp = term_seq[p]
+    so = term_seq[1 - p]
+    for k in range(term_coef.shape[0]):
+        seq_value[sp[k]] += term_coef[k] * opp_plan[so[k]]
+    return OK
+
+
+@njit(cache=True, nogil=True)
 def _seqform_traverse_kernel(
     p: int,
     strategy: np.ndarray,
@@ -137,25 +168,16 @@ def _seqform_traverse_kernel(
     """
     o = 1 - p
     sign = 1.0 if p == 0 else -1.0
-    opp_plan[0] = 1.0
-    for i in range(player_ptr[o], player_ptr[o + 1]):
-        g = player_infosets[i]
-        base = opp_plan[parent_seq[g]]
-        s0 = first_seq[g]
-        off = offset[g]
-        for a in range(num_actions[g]):
-            opp_plan[s0 + a] = base * strategy[off + a]
+    _plan_kernel(
+        player_ptr[o], player_ptr[o + 1], player_infosets, offset, num_actions, first_seq,
+        parent_seq, strategy, opp_plan,
+    )
     lo = player_ptr[p]
     hi = player_ptr[p + 1]
-    seq_value[0] = 0.0
-    for i in range(lo, hi):
-        g = player_infosets[i]
-        for a in range(first_seq[g], first_seq[g] + num_actions[g]):
-            seq_value[a] = 0.0
-    sp = term_seq[p]
-    so = term_seq[o]
-    for k in range(term_coef.shape[0]):
-        seq_value[sp[k]] += term_coef[k] * opp_plan[so[k]]
+    _terminal_sequence_values(
+        p, lo, hi, player_infosets, num_actions, first_seq, term_seq, term_coef, opp_plan,
+        seq_value,
+    )
     for i in range(hi - 1, lo - 1, -1):
         g = player_infosets[i]
         s0 = first_seq[g]
@@ -311,7 +333,6 @@ def _seqform_step_kernel(
     scratch. Other arguments as in `_seqform_traverse_kernel` and `_update_kernel`.
     Returns OK.
     """
-    o = 1 - p
     sign = 1.0 if p == 0 else -1.0
     w = 1.0 if avg_power == 0.0 else float(t) ** avg_power
     pos_scale = 1.0
@@ -324,16 +345,10 @@ def _seqform_step_kernel(
     lo = player_ptr[p]
     hi = player_ptr[p + 1]
     own = plans[p]
-    opp = plans[o]
-    seq_value[0] = 0.0
-    for i in range(lo, hi):
-        g = player_infosets[i]
-        for a in range(first_seq[g], first_seq[g] + num_actions[g]):
-            seq_value[a] = 0.0
-    sp = term_seq[p]
-    so = term_seq[o]
-    for k in range(term_coef.shape[0]):
-        seq_value[sp[k]] += term_coef[k] * opp[so[k]]
+    _terminal_sequence_values(
+        p, lo, hi, player_infosets, num_actions, first_seq, term_seq, term_coef, plans[1 - p],
+        seq_value,
+    )
     for i in range(hi - 1, lo - 1, -1):
         g = player_infosets[i]
         s0 = first_seq[g]
