@@ -277,18 +277,20 @@ def is_legal_chess(pos: np.ndarray, move: int, after: np.ndarray) -> bool:
 
 
 @njit(cache=True, nogil=True)
-def perft(pos: np.ndarray, depth: int) -> np.int64:
-    """Return the FoW perft count (leaves at `depth`), bulk-counting the last ply.
+def _perft_copy_make(pos: np.ndarray, depth: int, legal: bool) -> np.int64:
+    """Copy-make perft walk shared by `perft` and `perft_legal`; pos uint64 (16,), unchanged.
 
-    A position with a captured king is terminal: it has no children. pos uint64 (16,).
+    legal=False: FoW moves; a captured king ends a line; the last ply is bulk-counted.
+    legal=True: FoW moves filtered by `is_legal_chess` (standard chess), every leaf made.
     """
     if depth <= 0:
         return np.int64(1)
-    if king_captured(pos):
-        return np.int64(0)
-    if depth == 1:
-        return np.int64(count_moves(pos))
-    stack = np.empty((depth, POS_WORDS), dtype=np.uint64)
+    if not legal:
+        if king_captured(pos):
+            return np.int64(0)
+        if depth == 1:
+            return np.int64(count_moves(pos))
+    stack = np.empty((depth + 1, POS_WORDS), dtype=np.uint64)
     moves = np.empty((depth, MAX_MOVES), dtype=np.uint16)
     nmov = np.zeros(depth, dtype=np.int64)
     idx = np.zeros(depth, dtype=np.int64)
@@ -309,15 +311,31 @@ def perft(pos: np.ndarray, depth: int) -> np.int64:
         for w in range(POS_WORDS):
             child[w] = parent[w]
         make_move(child, m, undo)
-        if king_captured(child):
-            continue
-        if depth - ply == 2:
-            total += count_moves(child)
-            continue
+        if legal:
+            if not is_legal_chess(parent, m, child):
+                continue
+            if ply + 1 == depth:
+                total += 1
+                continue
+        else:
+            if king_captured(child):
+                continue
+            if depth - ply == 2:
+                total += count_moves(child)
+                continue
         ply += 1
         nmov[ply] = min(gen_moves(child, moves[ply]), MAX_MOVES)
         idx[ply] = 0
     return total
+
+
+@njit(cache=True, nogil=True)
+def perft(pos: np.ndarray, depth: int) -> np.int64:
+    """Return the FoW perft count (leaves at `depth`), bulk-counting the last ply.
+
+    A position with a captured king is terminal: it has no children. pos uint64 (16,).
+    """
+    return _perft_copy_make(pos, depth, False)
 
 
 @njit(cache=True, nogil=True)
@@ -365,38 +383,7 @@ def perft_legal(pos: np.ndarray, depth: int) -> np.int64:
 
     Used to check the generator against published perft counts. pos uint64 (16,).
     """
-    if depth <= 0:
-        return np.int64(1)
-    stack = np.empty((depth + 1, POS_WORDS), dtype=np.uint64)
-    moves = np.empty((depth, MAX_MOVES), dtype=np.uint16)
-    nmov = np.zeros(depth, dtype=np.int64)
-    idx = np.zeros(depth, dtype=np.int64)
-    undo = np.empty(UNDO_WORDS, dtype=np.uint64)
-    for w in range(POS_WORDS):
-        stack[0, w] = pos[w]
-    nmov[0] = min(gen_moves(stack[0], moves[0]), MAX_MOVES)
-    total = np.int64(0)
-    ply = 0
-    while ply >= 0:
-        if idx[ply] >= nmov[ply]:
-            ply -= 1
-            continue
-        m = moves[ply, idx[ply]]
-        idx[ply] += 1
-        parent = stack[ply]
-        child = stack[ply + 1]
-        for w in range(POS_WORDS):
-            child[w] = parent[w]
-        make_move(child, m, undo)
-        if not is_legal_chess(parent, m, child):
-            continue
-        if ply + 1 == depth:
-            total += 1
-            continue
-        ply += 1
-        nmov[ply] = min(gen_moves(child, moves[ply]), MAX_MOVES)
-        idx[ply] = 0
-    return total
+    return _perft_copy_make(pos, depth, True)
 
 
 # --- pure-Python boundary --------------------------------------------------------------------
