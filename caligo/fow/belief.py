@@ -70,6 +70,7 @@ ROW_WORDS = 13
 ROW_BYTES = ROW_WORDS * 8
 
 _EMPTY = U0
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)  # a threshold every fingerprint passes
 _S8 = np.uint64(8)
 _RANK_3 = RANKS[2]
 _RANK_6 = RANKS[5]
@@ -439,27 +440,9 @@ def _own_move_kernel(
 
 
 @njit(cache=True, nogil=True)
-def _rehash(old: np.ndarray, new: np.ndarray) -> int:
-    """Move every fingerprint of table `old` into the empty table `new` (uint64 (T, 2))."""
-    mask = new.shape[0] - 1
-    moved = 0
-    for s in range(old.shape[0]):
-        h = old[s, 0]
-        if h == _EMPTY:
-            continue
-        slot = np.int64(h & np.uint64(mask))
-        while new[slot, 0] != _EMPTY:
-            slot = (slot + 1) & mask
-        new[slot, 0] = h
-        new[slot, 1] = old[s, 1]
-        moved += 1
-    return moved
-
-
-@njit(cache=True, nogil=True)
 def _shrink(old: np.ndarray, new: np.ndarray, count_threshold: np.uint64) -> int:
     """Copy the fingerprints of `old` with fp[0] <= count_threshold into the empty `new`
-    (both uint64 (T, 2)); return how many."""
+    (both uint64 (T, 2)); return how many. With `_ALL` it is a plain rehash."""
     mask = new.shape[0] - 1
     kept = 0
     for s in range(old.shape[0]):
@@ -720,7 +703,7 @@ def _expand(
             break
         if status == ST_GROW_TABLE and state[S_TABLE] < count_limit:
             new_table = np.zeros((2 * table.shape[0], 2), dtype=np.uint64)
-            _rehash(table, new_table)
+            _shrink(table, new_table, _ALL)  # a plain rehash into a larger table
             table = new_table
         elif status == ST_GROW_TABLE:
             # bound the table: keep counting only the distinct children whose fingerprint is
