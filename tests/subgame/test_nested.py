@@ -10,8 +10,6 @@ blueprint stays unexploitable, < 1e-9).
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
 
@@ -26,9 +24,6 @@ from caligo.subgame.nested import (
     infoset_parents,
     nested_solve,
 )
-
-HAS_GADGET = importlib.util.find_spec("caligo.subgame.gadget") is not None
-needs_gadget = pytest.mark.skipif(not HAS_GADGET, reason="caligo.subgame.gadget not available")
 
 
 def test_infoset_forest_kuhn() -> None:
@@ -94,7 +89,6 @@ def test_solve_set_keeps_blueprint_outside() -> None:
         assert res.strategy[off] == x[off]
 
 
-@needs_gadget
 @pytest.mark.parametrize("n", [4, 8, 16])
 def test_counterexample_exact(n: int) -> None:
     """Proposition 3: 4/N before, exactly 1 after (hand derivation in the module docstring)."""
@@ -109,7 +103,6 @@ def test_counterexample_exact(n: int) -> None:
     assert np.allclose(heads, 0.0, atol=1e-7)  # tails at every n
 
 
-@needs_gadget
 @pytest.mark.parametrize("spec", ["kuhn_poker", "matching_pennies_n(n=10)",
                                   "dark_hex(gameversion=adh,num_rows=2,num_cols=2)"])
 def test_epsilon_zero_stays_equilibrium(spec: str) -> None:

@@ -8,7 +8,6 @@ playthroughs of several games, from the epsilon = 0.25 floored blueprints of Tab
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import os
 
@@ -18,8 +17,6 @@ from caligo.core.games import load_game
 from caligo.experiments.table1 import FloorKind, blueprint
 from caligo.subgame.safety import allocate_deviations, collapsed_graph, update_blueprint
 
-HAS_GADGET = importlib.util.find_spec("caligo.subgame.gadget") is not None
-needs_gadget = pytest.mark.skipif(not HAS_GADGET, reason="caligo.subgame.gadget not available")
 SHORT = os.environ.get("CALIGO_SHORT") == "1"
 
 GAMES = ["kuhn_poker", "matching_pennies_n(n=10)",
@@ -36,7 +33,6 @@ def test_collapsed_graph_kuhn() -> None:
     assert adj[idx["0pb"]] == {idx["1pb"], idx["2pb"]}
 
 
-@needs_gadget
 @pytest.mark.parametrize("spec", GAMES)
 def test_theorem4_blueprint_updates_never_increase(spec: str) -> None:
     tree = load_game(spec)
@@ -48,7 +44,6 @@ def test_theorem4_blueprint_updates_never_increase(spec: str) -> None:
         assert b <= a + 1e-9
 
 
-@needs_gadget
 @pytest.mark.parametrize("spec", GAMES)
 @pytest.mark.parametrize("join", [1.0, 0.6])
 def test_theorem5_independent_set_stays_eps_ne(spec: str, join: float) -> None:
