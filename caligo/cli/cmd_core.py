@@ -29,7 +29,7 @@ def _games_show(args: argparse.Namespace) -> int:
 
 
 def _solve(args: argparse.Namespace) -> int:
-    from caligo.core.best_response import exploitability, nash_conv
+    from caligo.core.best_response import nash_conv, player_exploitability
     from caligo.core.games import load_game
     from caligo.core.lp import solve_lp
 
@@ -57,7 +57,7 @@ def _solve(args: argparse.Namespace) -> int:
     print(f"NashConv of the average: {nash_conv(tree, avg):.6e}  "
           f"(OpenSpiel exploitability = NashConv/2 = {nash_conv(tree, avg) / 2:.6e})")
     print(f"exploitability of player 0's average (v* - u*(x)): "
-          f"{exploitability(tree, avg, 0):.6e}")
+          f"{player_exploitability(tree, avg, 0):.6e}")
     if args.trace:
         for p in result.trace:
             print(f"  t={p.iteration:>7}  exploitability={p.exploitability:.6e}")

@@ -12,7 +12,7 @@ unnormalized. `BestResponse` keeps V per sequence and per infoset, and the reach
 All values are reported in **player 0's utility** (the seeds' convention: u*(x|I) is ⊕'s value
 when ⊖ best-responds).
 
-Definitions kept apart (DESIGN.md): `exploitability(tree, s, player)` is v* minus the best
+Definitions kept apart (DESIGN.md): `player_exploitability(tree, s, player)` is v* minus the best
 response value of that player's strategy (seed 000); `nash_conv` is the sum of both players'
 best-response gains; `openspiel_exploitability` is NashConv / 2, as `pyspiel.exploitability`.
 """
@@ -204,7 +204,7 @@ def openspiel_exploitability(tree: GameTree, strategy: FloatArray) -> float:
     return 0.5 * nash_conv(tree, strategy)
 
 
-def exploitability(tree: GameTree, strategy: FloatArray, player: int = 0) -> float:
+def player_exploitability(tree: GameTree, strategy: FloatArray, player: int = 0) -> float:
     """Seed 000's exploitability of one player's strategy: v* - u*(x) for player 0,
     u*(y) - v* for player 1, where v* is the game value for player 0."""
     from caligo.core.lp import game_value

@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from caligo.core.best_response import exploitability
+from caligo.core.best_response import player_exploitability
 from caligo.core.games import load_game
 from caligo.core.lp import LPError, game_value
 from caligo.core.sequence_form import sequence_form
@@ -117,7 +117,7 @@ def check_game(spec: str, blueprints: int = 3, opponents: int = 6, seed: int = 0
         x = plan_to_strategy(tree, xp, 0)
         res = nested_solve(tree, x, NestedConfig())
         new_plan = realization_plan(tree, res.strategy, 0)
-        expl = max(expl, exploitability(tree, res.strategy, 0))
+        expl = max(expl, player_exploitability(tree, res.strategy, 0))
         for yp in ys:
             gap = max(gap, abs(payoff(tree, new_plan, yp) - v))
             bgap = max(bgap, abs(payoff(tree, xp, yp) - v))

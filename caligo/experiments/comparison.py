@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from caligo.core.best_response import exploitability
+from caligo.core.best_response import player_exploitability
 from caligo.core.games import load_game
 from caligo.core.tree import GameTree
 from caligo.experiments.runner import (
@@ -83,7 +83,7 @@ def run_variant(key: str, label: str, progress: Progress = no_progress,
     try:
         cfg = NestedConfig(options=options, floors=bp.floors, safe_klss=label in SAFE_LABELS)
         res = nested_solve(tree, bp.strategy, cfg, progress=progress)
-        value = exploitability(tree, res.strategy, 0) * scale_of(tree)
+        value = player_exploitability(tree, res.strategy, 0) * scale_of(tree)
     except Exception as exc:  # a variant the gadget module cannot build on this game
         log.warning("comparison %s %s failed: %s", key, label, exc)
         value = None

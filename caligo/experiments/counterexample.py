@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from caligo.core.best_response import exploitability
+from caligo.core.best_response import player_exploitability
 from caligo.core.builtin_games import HEADS, TAILS, TableGame
 from caligo.core.game import CHANCE, TERMINAL
 from caligo.core.tree import FloatArray, GameTree, build_tree
@@ -99,8 +99,8 @@ def run_counterexample(ns: Sequence[int] = (4, 8, 16, 32, 64, 128),
         tree = counterexample_tree(n)
         bp = counterexample_blueprint(tree, n)
         res = nested_solve(tree, bp, NestedConfig())
-        rows.append(CounterexampleRow(n, exploitability(tree, bp, 0),
-                                      exploitability(tree, res.strategy, 0), 4.0 / n, 1.0))
+        rows.append(CounterexampleRow(n, player_exploitability(tree, bp, 0),
+                                      player_exploitability(tree, res.strategy, 0), 4.0 / n, 1.0))
         progress(i + 1)
     return tuple(rows)
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from caligo.core.best_response import exploitability
+from caligo.core.best_response import player_exploitability
 from caligo.core.games import load_game
 from caligo.core.lp import epsilon_floors, solve_player
 from caligo.core.tree import FloatArray, GameTree
@@ -149,7 +149,7 @@ def blueprint(tree: GameTree, kind: FloorKind, epsilon: float = EPSILON) -> Blue
     """The least-exploitable player-0 strategy with the kind's epsilon/|A(I)| floors (LP)."""
     floors = epsilon_floors(tree, 0, epsilon, action_filter=floor_filter(tree, kind))
     res = solve_player(tree, 0, floors=floors if epsilon > 0 else None)
-    expl = exploitability(tree, res.strategy, 0) * scale_of(tree)
+    expl = player_exploitability(tree, res.strategy, 0) * scale_of(tree)
     return Blueprint(tree, floors, res.strategy, expl)
 
 
@@ -200,7 +200,7 @@ def run_row(row: GameRow, config: Table1Config, progress: Progress = no_progress
         from caligo.subgame.nested import NestedConfig, nested_solve
 
         res = nested_solve(tree, bp.strategy, NestedConfig(floors=bp.floors), progress=progress)
-        after = exploitability(tree, res.strategy, 0) * scale_of(tree)
+        after = player_exploitability(tree, res.strategy, 0) * scale_of(tree)
         solves = res.solves
         ratio = bp.exploitability / after if after > 1e-12 else float("inf")
     ok = abs(bp.exploitability - row.paper_blueprint_value) <= row.paper_unit + 1e-12

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from caligo.core.best_response import exploitability
+from caligo.core.best_response import player_exploitability
 from caligo.core.game import CHANCE, TERMINAL
 from caligo.core.tree import FloatArray, GameTree
 from caligo.subgame.nested import (
@@ -102,7 +102,7 @@ def update_blueprint(
     rng = np.random.default_rng(seed)
     _, kids = infoset_children(tree, 0)
     x_star = np.asarray(blueprint, dtype=np.float64).copy()
-    trace = [exploitability(tree, x_star, 0)]
+    trace = [player_exploitability(tree, x_star, 0)]
     solved: list[int] = []
     for _ in range(playthroughs):
         cur = _Current(root_state(tree, x_star))
@@ -121,7 +121,7 @@ def update_blueprint(
                     x_star[off : off + n] = st.strategy[soff : soff + n]
                 todo.extend(kids.get(j, []))
             solved.append(g)
-            trace.append(exploitability(tree, x_star, 0))
+            trace.append(player_exploitability(tree, x_star, 0))
             return _state_probs(st, g)
 
         _walk(tree, rng, decide)
@@ -159,7 +159,7 @@ def allocate_deviations(
     adj = collapsed_graph(tree)
     chosen: set[int] = set()
     x0 = np.asarray(blueprint, dtype=np.float64)
-    trace = [exploitability(tree, x0, 0)]
+    trace = [player_exploitability(tree, x0, 0)]
     order: list[int] = []
     for _ in range(playthroughs):
         cur = _Current(root_state(tree, x0))
@@ -177,6 +177,6 @@ def allocate_deviations(
 
         _walk(tree, rng, decide)
         res = nested_solve(tree, x0, config, solve_set=chosen)
-        trace.append(exploitability(tree, res.strategy, 0))
+        trace.append(player_exploitability(tree, res.strategy, 0))
     final = nested_solve(tree, x0, config, solve_set=chosen).strategy
     return SafetyTrace(tuple(trace), tuple(order), final)

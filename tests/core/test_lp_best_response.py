@@ -14,9 +14,9 @@ import pytest
 from caligo.core.best_response import (
     best_response,
     expected_value,
-    exploitability,
     nash_conv,
     openspiel_exploitability,
+    player_exploitability,
 )
 from caligo.core.games import game_definition, load_game
 from caligo.core.lp import epsilon_floors, solve_lp, solve_player
@@ -54,8 +54,8 @@ def test_leduc_value() -> None:
 def test_lp_strategies_are_equilibria(spec: str) -> None:
     tree = load_game(spec)
     lp = solve_lp(tree)
-    assert exploitability(tree, lp.strategy, 0) < 1e-9
-    assert exploitability(tree, lp.strategy, 1) < 1e-9
+    assert player_exploitability(tree, lp.strategy, 0) < 1e-9
+    assert player_exploitability(tree, lp.strategy, 1) < 1e-9
     assert nash_conv(tree, lp.strategy) < 1e-9
     assert expected_value(tree, lp.strategy) == pytest.approx(lp.value, abs=1e-9)
 

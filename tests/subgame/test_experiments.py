@@ -16,7 +16,7 @@ import os
 import numpy as np
 import pytest
 
-from caligo.core.best_response import exploitability
+from caligo.core.best_response import player_exploitability
 from caligo.core.games import load_game
 from caligo.core.lp import game_value
 from caligo.experiments import table1 as t1
@@ -71,7 +71,7 @@ def test_counterexample_blueprint_by_hand() -> None:
         tree = counterexample_tree(n)
         assert game_value(tree) == pytest.approx(0.0, abs=1e-12)
         bp = counterexample_blueprint(tree, n)
-        assert exploitability(tree, bp, 0) == pytest.approx(4.0 / n, abs=1e-12)
+        assert player_exploitability(tree, bp, 0) == pytest.approx(4.0 / n, abs=1e-12)
         assert tree.infosets_of(0).shape[0] == n and tree.infosets_of(1).shape[0] == 1
 
 

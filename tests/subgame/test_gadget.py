@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from caligo.core.best_response import best_response, exploitability
+from caligo.core.best_response import best_response, player_exploitability
 from caligo.core.builtin_games import matching_pennies_n
 from caligo.core.games import load_game
 from caligo.core.lp import solve_lp
@@ -204,4 +204,4 @@ def test_common_knowledge_maxmargin_keeps_leduc_ne_unexploitable() -> None:
             assert sub.num_roots == 5  # player 1's five possible private cards
             sol = solve_subgame(sub)
             assert sol.min_margin >= -1e-9
-            assert exploitability(t, lift(t, s, sub, sol), 0) < 1e-9
+            assert player_exploitability(t, lift(t, s, sub, sol), 0) < 1e-9

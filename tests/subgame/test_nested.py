@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from caligo.core.best_response import exploitability
+from caligo.core.best_response import player_exploitability
 from caligo.core.games import load_game
 from caligo.core.lp import solve_lp
 from caligo.subgame.nested import (
@@ -97,8 +97,8 @@ def test_counterexample_exact(n: int) -> None:
     tree = counterexample_tree(n)
     bp = counterexample_blueprint(tree, n)
     res = nested_solve(tree, bp)
-    assert exploitability(tree, bp, 0) == pytest.approx(4 / n, abs=1e-12)
-    assert exploitability(tree, res.strategy, 0) == pytest.approx(1.0, abs=1e-7)
+    assert player_exploitability(tree, bp, 0) == pytest.approx(4 / n, abs=1e-12)
+    assert player_exploitability(tree, res.strategy, 0) == pytest.approx(1.0, abs=1e-7)
     heads = res.strategy[tree.infoset_offset[tree.infosets_of(0)]]
     assert np.allclose(heads, 0.0, atol=1e-7)  # tails at every n
 
@@ -109,4 +109,4 @@ def test_epsilon_zero_stays_equilibrium(spec: str) -> None:
     tree = load_game(spec)
     x = solve_lp(tree).strategy
     res = nested_solve(tree, x)
-    assert exploitability(tree, res.strategy, 0) < 1e-9
+    assert player_exploitability(tree, res.strategy, 0) < 1e-9

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from caligo.core.best_response import exploitability
+from caligo.core.best_response import player_exploitability
 from caligo.core.games import load_game
 from caligo.core.lp import solve_lp
 from caligo.core.random_games import random_game
@@ -112,7 +112,7 @@ def test_unsafe_endgame_solving_fails_on_rock_paper_scissors() -> None:
     sw = swap_players(load_game("rock_paper_scissors"))  # the re-solving player moves second
     s = uniform_strategy(sw)  # the uniform equilibrium
     g = int(sw.infosets_of(0)[0])
-    assert exploitability(sw, s, 0) == pytest.approx(0.0, abs=1e-12)
+    assert player_exploitability(sw, s, 0) == pytest.approx(0.0, abs=1e-12)
     rock = [int(a) for a in sw.slot_action[sw.infoset_offset[g] : sw.infoset_offset[g] + 3]]
     for kind in GadgetKind:
         sub = make_subgame(sw, s, g, SubgameOptions(kind=kind, k=math.inf))
@@ -126,12 +126,13 @@ def test_unsafe_endgame_solving_fails_on_rock_paper_scissors() -> None:
 
         rock_value = best_response(gt, always_rock, 1, extra=sub.extra).value
         lifted_rock = lift(sw, s, sub, always_rock)
-        assert exploitability(sw, lifted_rock, 0) == pytest.approx(1.0)
+        assert player_exploitability(sw, lifted_rock, 0) == pytest.approx(1.0)
         if kind is GadgetKind.UNSAFE:
             assert rock_value == pytest.approx(best.value, abs=1e-12)  # an optimal re-solve
         else:
             assert rock_value < best.value - 0.1  # the safe gadgets reject it
-            assert exploitability(sw, lift(sw, s, sub, best), 0) == pytest.approx(0, abs=1e-9)
+            lifted = lift(sw, s, sub, best)
+            assert player_exploitability(sw, lifted, 0) == pytest.approx(0, abs=1e-9)
             assert best.min_margin >= -1e-9
 
 

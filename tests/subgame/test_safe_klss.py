@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from caligo.core.best_response import exploitability
+from caligo.core.best_response import player_exploitability
 from caligo.core.builtin_games import TableGame
 from caligo.core.game import CHANCE, TERMINAL
 from caligo.core.random_games import random_game
@@ -54,13 +54,13 @@ def test_proposition3_counterexample(n: int) -> None:
     for g in t.infosets_of(0):
         o = int(t.infoset_offset[g])
         s[o : o + 2] = [0.5 + 2 / n, 0.5 - 2 / n]
-    before = exploitability(t, s, 0)
+    before = player_exploitability(t, s, 0)
     assert before == pytest.approx(4 / n)
     unsafe = _solve_everywhere(t, s, safe=False)
-    assert exploitability(t, unsafe, 0) == pytest.approx(1.0)  # always tails
+    assert player_exploitability(t, unsafe, 0) == pytest.approx(1.0)  # always tails
     safe = _solve_everywhere(t, s, safe=True)
-    assert exploitability(t, safe, 0) <= before + 1e-9
-    assert exploitability(t, safe, 0) == pytest.approx(0.0, abs=1e-9)
+    assert player_exploitability(t, safe, 0) <= before + 1e-9
+    assert player_exploitability(t, safe, 0) == pytest.approx(0.0, abs=1e-9)
     sub = make_safe_klss_subgame(t, s, int(t.infosets_of(0)[0]))
     # Margin_{I,J} = max_a min(2 (q - a), 2 (a + q - 1)) = 2 q - 1 at a = 1/2
     assert safe_margins(sub, solve_subgame(sub).strategy) == pytest.approx([4 / n])
@@ -85,7 +85,7 @@ def test_safe_klss_on_random_games(kind: GadgetKind) -> None:
             assert np.all(safe_margins(sub, sol.strategy) >= -1e-9)
         if kind is GadgetKind.MAXMARGIN:
             out = _solve_everywhere(t, s, safe=True)
-            assert exploitability(t, out, 0) <= exploitability(t, s, 0) + 1e-9
+            assert player_exploitability(t, out, 0) <= player_exploitability(t, s, 0) + 1e-9
 
 
 def test_safe_klss_rejects_other_gadgets() -> None:
@@ -109,9 +109,9 @@ def test_nested_solve_with_safe_klss_gadgets() -> None:
         o = int(t.infoset_offset[g])
         s[o : o + 2] = [0.5 + 2 / n, 0.5 - 2 / n]
     plain = nested_solve(t, s, NestedConfig()).strategy
-    assert exploitability(t, plain, 0) == pytest.approx(1.0)
+    assert player_exploitability(t, plain, 0) == pytest.approx(1.0)
     safe = nested_solve(t, s, NestedConfig(safe_klss=True)).strategy
-    assert exploitability(t, safe, 0) == pytest.approx(0.0, abs=1e-9)
+    assert player_exploitability(t, safe, 0) == pytest.approx(0.0, abs=1e-9)
 
 
 def test_comparison_has_a_safe_column() -> None:
