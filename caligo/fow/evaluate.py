@@ -1,0 +1,290 @@
+"""The built-in leaf evaluator: material plus the squares each side sees, through tanh(cp/600).
+
+Seed 001 section 4.1, ablation 6 ("simple-eval Obscuro"): "a simple evaluation function that
+takes into account only the material difference and number of squares visible to each player",
+used in place of Stockfish. Obscuro beat it 81.9%, yet it still beat ZS21 55.0%. Caligo uses it
+when Stockfish is absent, as the fallback of `StockfishPool`, and as the fast test evaluator.
+
+In centipawns, White minus Black (weights in `SimpleEvalConfig`)::
+
+    cp = sum over N, B, R, Q, P of value(piece) * (white count - black count)
+       + per_square * (|squares White sees| - |squares Black sees|)
+
+with the standard values 1, 3, 3, 5, 9 pawns, and the visible squares exactly as the players
+observe them (`observation._observe_kernel`: own pieces' squares plus every square a piece could
+move to). The value is tanh(cp / 600), the transform ZS21 and Obscuro apply to Stockfish's
+centipawns (seed 000 D.1: tau = 6 pawns; seed 001 C.5), so the two evaluators share one scale.
+
+Positions whose value the rules decide (`decided`) are scored exactly, before any heuristic:
+
+    a king is missing                 the capturer won: +1 / -1
+    the side to move sees the enemy   it captures the king next: a win for the side to move.
+    king                              (Any attacker of the king square sees the king, so a
+                                      mover who left its king capturable has lost, +-1.)
+    the side to move has no FoW move  the no-move draw (docs/fow.md): 0
+
+Values are in White's view in [-1, 1]; `to_mover_view` flips them for the side that moved.
+`evaluate_reference` is the slow python-chess reference the tests hold the kernel to.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from caligo.fow.bitboard import U0, popcount
+from caligo.fow.expand import _terminal_kind
+from caligo.fow.observation import O_VISIBLE, OBS_WORDS, _observe_kernel
+from caligo.fow.position import BLACK, KING, POS_WORDS, QUEEN, W_STM, WHITE, to_fen
+
+UNDECIDED = 0
+WHITE_WINS = 1
+BLACK_WINS = 2
+DRAW = 3
+DECIDED_VALUE = np.array([0.0, 1.0, -1.0, 0.0])
+"""DECIDED_VALUE[code]: White's value of a decided position (float64 (4,))."""
+
+_N_WEIGHTS = 7  # pawn knight bishop rook queen per_square scale
+
+
+@dataclass(frozen=True)
+class SimpleEvalConfig:
+    """Weights of the built-in evaluation, in centipawns; `scale` is tau of tanh(cp / tau)."""
+
+    pawn: float = 100.0
+    knight: float = 300.0
+    bishop: float = 300.0
+    rook: float = 500.0
+    queen: float = 900.0
+    per_square: float = 4.0
+    scale: float = 600.0
+
+    def __post_init__(self) -> None:
+        for name in ("pawn", "knight", "bishop", "rook", "queen", "per_square", "scale"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+                raise ValueError(f"SimpleEvalConfig.{name} must be a finite number >= 0: {value!r}")
+        if self.scale <= 0:
+            raise ValueError(f"SimpleEvalConfig.scale must be > 0: {self.scale!r}")
+
+    def weights(self) -> np.ndarray:
+        """Return the kernel's weight vector, float64 (7,): P N B R Q, per square, scale."""
+        return np.array(
+            [self.pawn, self.knight, self.bishop, self.rook, self.queen, self.per_square,
+             self.scale],
+            dtype=np.float64,
+        )
+
+
+# --- kernels ---------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _decided(pos: np.ndarray, vis_white: np.uint64, vis_black: np.uint64) -> int:
+    """Return UNDECIDED, WHITE_WINS, BLACK_WINS or DRAW for a position (uint64 (16,)).
+
+    vis_white, vis_black: the players' visible masks (`_observe_kernel` word 0).
+    """
+    stm = int(pos[W_STM])
+    stm_vis = vis_white if stm == WHITE else vis_black
+    kind = _terminal_kind(pos, stm_vis)
+    if kind == 1:
+        return WHITE_WINS if pos[6 + KING] == U0 else BLACK_WINS
+    if stm_vis & pos[(1 - stm) * 6 + KING]:
+        return WHITE_WINS if stm == WHITE else BLACK_WINS
+    if kind == 2:
+        return DRAW
+    return UNDECIDED
+
+
+@njit(cache=True, nogil=True)
+def _decided_kernel(positions: np.ndarray, n: int, codes: np.ndarray) -> int:
+    """Write the decided code of positions[:n] into codes; return how many are UNDECIDED.
+
+    positions uint64 (>= n, 16); codes int8 (>= n,).
+    """
+    obs = np.empty(OBS_WORDS, dtype=np.uint64)
+    open_ = 0
+    for i in range(n):
+        pos = positions[i]
+        _observe_kernel(pos, WHITE, obs)
+        vw = obs[O_VISIBLE]
+        _observe_kernel(pos, BLACK, obs)
+        code = _decided(pos, vw, obs[O_VISIBLE])
+        codes[i] = code
+        if code == UNDECIDED:
+            open_ += 1
+    return open_
+
+
+@njit(cache=True, nogil=True)
+def _evaluate_kernel(positions: np.ndarray, n: int, weights: np.ndarray, out: np.ndarray) -> int:
+    """Write White's value of positions[:n] into out; return 0.
+
+    positions uint64 (>= n, 16); weights float64 (7,) as `SimpleEvalConfig.weights`;
+    out float64 (>= n,) receives values in [-1, 1].
+    """
+    obs = np.empty(OBS_WORDS, dtype=np.uint64)
+    scale = weights[6]
+    for i in range(n):
+        pos = positions[i]
+        _observe_kernel(pos, WHITE, obs)
+        vw = obs[O_VISIBLE]
+        _observe_kernel(pos, BLACK, obs)
+        vb = obs[O_VISIBLE]
+        code = _decided(pos, vw, vb)
+        if code != UNDECIDED:
+            out[i] = DECIDED_VALUE[code]
+            continue
+        cp = weights[5] * (popcount(vw) - popcount(vb))
+        for p in range(QUEEN + 1):
+            cp += weights[p] * (popcount(pos[p]) - popcount(pos[6 + p]))
+        out[i] = math.tanh(cp / scale)
+    return 0
+
+
+# --- public API ------------------------------------------------------------------------------
+
+
+def _check_positions(positions: np.ndarray) -> None:
+    if (
+        not isinstance(positions, np.ndarray)
+        or positions.dtype != np.uint64
+        or positions.ndim != 2
+        or positions.shape[1] != POS_WORDS
+        or not positions.flags.c_contiguous
+    ):
+        raise TypeError(
+            f"positions must be a C-contiguous uint64 array of shape (n, {POS_WORDS})"
+        )
+
+
+def _out(out: np.ndarray | None, n: int) -> np.ndarray:
+    if out is None:
+        return np.empty(n, dtype=np.float64)
+    if not isinstance(out, np.ndarray) or out.dtype != np.float64 or out.ndim != 1:
+        raise TypeError("out must be a float64 vector")
+    if out.shape[0] < n:
+        raise ValueError(f"out holds {out.shape[0]} values, {n} needed")
+    return out
+
+
+def decided(positions: np.ndarray, codes: np.ndarray | None = None) -> np.ndarray:
+    """Return the decided code (int8: UNDECIDED, WHITE_WINS, BLACK_WINS, DRAW) of each row."""
+    _check_positions(positions)
+    n = positions.shape[0]
+    if codes is None:
+        codes = np.empty(n, dtype=np.int8)
+    if codes.dtype != np.int8 or codes.ndim != 1 or codes.shape[0] < n:
+        raise TypeError(f"codes must be an int8 vector of length >= {n}")
+    _decided_kernel(positions, n, codes)
+    return codes
+
+
+def to_mover_view(values: np.ndarray, mover: int, out: np.ndarray | None = None) -> np.ndarray:
+    """Return White-view values from the view of `mover` (WHITE: unchanged; BLACK: negated)."""
+    if mover not in (WHITE, BLACK):
+        raise ValueError(f"mover must be 0 (white) or 1 (black), got {mover!r}")
+    if out is None:
+        out = np.empty_like(values)
+    if mover == WHITE:
+        out[...] = values
+    else:
+        np.negative(values, out=out)
+    return out
+
+
+class SimpleEvaluator:
+    """The built-in evaluator (seed 001 ablation 6), numba and nogil, safe to share by threads.
+
+    `children(parent, children, moves, out)` scores a whole expanded leaf in one call, with the
+    same signature as `StockfishPool.children`, so the search's adapter can take either.
+    """
+
+    def __init__(self, config: SimpleEvalConfig | None = None) -> None:
+        self.config = config if config is not None else SimpleEvalConfig()
+        self._weights = self.config.weights()
+
+    def evaluate(self, positions: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Return White's value in [-1, 1] of each row of `positions` (uint64 (n, 16))."""
+        _check_positions(positions)
+        n = positions.shape[0]
+        values = _out(out, n)
+        _evaluate_kernel(positions, n, self._weights, values)
+        return values
+
+    def children(
+        self,
+        parent: np.ndarray,
+        children: np.ndarray,
+        moves: np.ndarray,
+        out: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Return White's value of each child of `parent` (children uint64 (n, 16), row i
+        after moves[i]); the parent and the moves are not needed by this evaluator."""
+        del parent, moves
+        return self.evaluate(children, out)
+
+    def close(self) -> None:
+        """Nothing to release (present so evaluators share one life cycle)."""
+
+
+# --- pure-Python reference -------------------------------------------------------------------
+
+
+def evaluate_reference(pos: np.ndarray, config: SimpleEvalConfig | None = None) -> float:
+    """Return White's value of one position the slow way, on python-chess's board: its attack
+    tables, its piece counts, and `observe_reference` (python-chess moves) for what each side
+    sees."""
+    import chess
+
+    from caligo.fow.observation import fow_moves_reference, observe_reference
+
+    cfg = config if config is not None else SimpleEvalConfig()
+    board: Any = chess.Board(to_fen(pos))
+    white_king = board.king(chess.WHITE)
+    black_king = board.king(chess.BLACK)
+    if black_king is None:
+        return 1.0
+    if white_king is None:
+        return -1.0
+    stm = board.turn
+    their_king = black_king if stm == chess.WHITE else white_king
+    stm_sign = 1.0 if stm == chess.WHITE else -1.0
+    if board.is_attacked_by(stm, their_king):
+        return stm_sign
+    if not fow_moves_reference(board):
+        return 0.0
+    cp = 0.0
+    for piece, value in (
+        (chess.PAWN, cfg.pawn),
+        (chess.KNIGHT, cfg.knight),
+        (chess.BISHOP, cfg.bishop),
+        (chess.ROOK, cfg.rook),
+        (chess.QUEEN, cfg.queen),
+    ):
+        cp += value * (
+            len(board.pieces(piece, chess.WHITE)) - len(board.pieces(piece, chess.BLACK))
+        )
+    seen_w = bin(observe_reference(board, WHITE).visible).count("1")
+    seen_b = bin(observe_reference(board, BLACK).visible).count("1")
+    cp += cfg.per_square * (seen_w - seen_b)
+    return math.tanh(cp / cfg.scale)
+
+
+__all__ = [
+    "BLACK_WINS",
+    "DECIDED_VALUE",
+    "DRAW",
+    "UNDECIDED",
+    "WHITE_WINS",
+    "SimpleEvalConfig",
+    "SimpleEvaluator",
+    "decided",
+    "evaluate_reference",
+    "to_mover_view",
+]
