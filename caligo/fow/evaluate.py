@@ -37,7 +37,7 @@ import numpy as np
 from numba import njit
 
 from caligo.fow.bitboard import U0, popcount
-from caligo.fow.expand import _terminal_kind
+from caligo.fow.expand import _check_array, _terminal_kind
 from caligo.fow.observation import O_VISIBLE, OBS_WORDS, _observe_kernel
 from caligo.fow.position import BLACK, KING, POS_WORDS, QUEEN, W_STM, WHITE, to_fen
 
@@ -101,6 +101,16 @@ def _decided(pos: np.ndarray, vis_white: np.uint64, vis_black: np.uint64) -> int
     return UNDECIDED
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _visible_masks(pos: np.ndarray, obs: np.ndarray) -> tuple[np.uint64, np.uint64]:
+    """Return White's and Black's visible masks of pos (uint64 (16,)); obs is scratch
+    (uint64 (OBS_WORDS,))."""
+    _observe_kernel(pos, WHITE, obs)
+    vw = obs[O_VISIBLE]
+    _observe_kernel(pos, BLACK, obs)
+    return vw, obs[O_VISIBLE]
+
+
 @njit(cache=True, nogil=True)
 def _decided_kernel(positions: np.ndarray, n: int, codes: np.ndarray) -> int:
     """Write the decided code of positions[:n] into codes; return how many are UNDECIDED.
@@ -110,11 +120,8 @@ def _decided_kernel(positions: np.ndarray, n: int, codes: np.ndarray) -> int:
     obs = np.empty(OBS_WORDS, dtype=np.uint64)
     open_ = 0
     for i in range(n):
-        pos = positions[i]
-        _observe_kernel(pos, WHITE, obs)
-        vw = obs[O_VISIBLE]
-        _observe_kernel(pos, BLACK, obs)
-        code = _decided(pos, vw, obs[O_VISIBLE])
+        vw, vb = _visible_masks(positions[i], obs)
+        code = _decided(positions[i], vw, vb)
         codes[i] = code
         if code == UNDECIDED:
             open_ += 1
@@ -132,10 +139,7 @@ def _evaluate_kernel(positions: np.ndarray, n: int, weights: np.ndarray, out: np
     scale = weights[6]
     for i in range(n):
         pos = positions[i]
-        _observe_kernel(pos, WHITE, obs)
-        vw = obs[O_VISIBLE]
-        _observe_kernel(pos, BLACK, obs)
-        vb = obs[O_VISIBLE]
+        vw, vb = _visible_masks(pos, obs)
         code = _decided(pos, vw, vb)
         if code != UNDECIDED:
             out[i] = DECIDED_VALUE[code]
@@ -150,24 +154,14 @@ def _evaluate_kernel(positions: np.ndarray, n: int, weights: np.ndarray, out: np
 # --- public API ------------------------------------------------------------------------------
 
 
-def _check_positions(positions: np.ndarray) -> None:
-    if (
-        not isinstance(positions, np.ndarray)
-        or positions.dtype != np.uint64
-        or positions.ndim != 2
-        or positions.shape[1] != POS_WORDS
-        or not positions.flags.c_contiguous
-    ):
-        raise TypeError(
-            f"positions must be a C-contiguous uint64 array of shape (n, {POS_WORDS})"
-        )
+def _check_positions(positions: np.ndarray, name: str = "positions") -> None:
+    _check_array(positions, np.uint64, 2, name, POS_WORDS)
 
 
 def _out(out: np.ndarray | None, n: int) -> np.ndarray:
     if out is None:
         return np.empty(n, dtype=np.float64)
-    if not isinstance(out, np.ndarray) or out.dtype != np.float64 or out.ndim != 1:
-        raise TypeError("out must be a float64 vector")
+    _check_array(out, np.float64, 1, "out")
     if out.shape[0] < n:
         raise ValueError(f"out holds {out.shape[0]} values, {n} needed")
     return out
@@ -179,8 +173,9 @@ def decided(positions: np.ndarray, codes: np.ndarray | None = None) -> np.ndarra
     n = positions.shape[0]
     if codes is None:
         codes = np.empty(n, dtype=np.int8)
-    if codes.dtype != np.int8 or codes.ndim != 1 or codes.shape[0] < n:
-        raise TypeError(f"codes must be an int8 vector of length >= {n}")
+    _check_array(codes, np.int8, 1, "codes")
+    if codes.shape[0] < n:
+        raise ValueError(f"codes holds {codes.shape[0]} values, {n} needed")
     _decided_kernel(positions, n, codes)
     return codes
 

@@ -231,17 +231,21 @@ class ExpandBuffers:
 
     def validate(self) -> None:
         """Raise TypeError if an array has the wrong dtype or shape for the kernel."""
-        _check(self.children, np.uint64, 2, "children", POS_WORDS)
-        _check(self.moves, np.uint16, 1, "moves")
-        _check(self.obs_keys, np.uint64, 2, "obs_keys", 2)
-        _check(self.terminal, np.int8, 1, "terminal")
-        _check(self.values, np.float64, 1, "values")
-        _check(self.count, np.int64, 1, "count")
+        _check_array(self.children, np.uint64, 2, "children", POS_WORDS)
+        _check_array(self.moves, np.uint16, 1, "moves")
+        _check_array(self.obs_keys, np.uint64, 2, "obs_keys", 2)
+        _check_array(self.terminal, np.int8, 1, "terminal")
+        _check_array(self.values, np.float64, 1, "values")
+        _check_array(self.count, np.int64, 1, "count")
         if self.count.shape[0] < 1:
             raise TypeError("count must hold at least one int64")
 
 
-def _check(arr: np.ndarray, dtype: type, ndim: int, name: str, width: int | None = None) -> None:
+def _check_array(
+    arr: np.ndarray, dtype: type, ndim: int, name: str, width: int | None = None
+) -> None:
+    """Raise TypeError naming `name` unless arr is a C-contiguous `dtype` array of `ndim`
+    dimensions (and `width` columns)."""
     if not isinstance(arr, np.ndarray) or arr.dtype != dtype or arr.ndim != ndim:
         raise TypeError(f"{name} must be a {np.dtype(dtype).name} array with {ndim} dims")
     if width is not None and arr.shape[1] != width:
@@ -250,9 +254,10 @@ def _check(arr: np.ndarray, dtype: type, ndim: int, name: str, width: int | None
         raise TypeError(f"{name} must be C-contiguous")
 
 
-def _check_position(pos: np.ndarray) -> None:
+def _check_position(pos: np.ndarray, name: str = "position") -> None:
+    """Raise TypeError naming `name` unless pos is one uint64 (16,) position."""
     if not isinstance(pos, np.ndarray) or pos.dtype != np.uint64 or pos.shape != (POS_WORDS,):
-        raise TypeError(f"position must be a uint64 array of shape ({POS_WORDS},), got {pos!r}")
+        raise TypeError(f"{name} must be a uint64 array of shape ({POS_WORDS},), got {pos!r}")
 
 
 def expand(parent: np.ndarray, out: ExpandBuffers) -> int:
@@ -283,20 +288,14 @@ def observation_keys(positions: np.ndarray, out: np.ndarray | None = None) -> np
 
     The keys are those `expand` writes for children (e.g. for root states sampled from P).
     """
-    if (
-        not isinstance(positions, np.ndarray)
-        or positions.dtype != np.uint64
-        or positions.ndim != 2
-        or positions.shape[1] != POS_WORDS
-    ):
-        raise TypeError(f"positions must be a uint64 array of shape (n, {POS_WORDS})")
+    _check_array(positions, np.uint64, 2, "positions", POS_WORDS)
     n = positions.shape[0]
     if out is None:
         out = np.empty((n, 2), dtype=np.uint64)
-    _check(out, np.uint64, 2, "out", 2)
+    _check_array(out, np.uint64, 2, "out", 2)
     if out.shape[0] < n:
         raise ValueError(f"out holds {out.shape[0]} rows, {n} needed")
-    _observation_keys_kernel(np.ascontiguousarray(positions), n, out)
+    _observation_keys_kernel(positions, n, out)
     return out
 
 

@@ -79,6 +79,7 @@ from caligo.fow.evaluate import (
     _out,
     decided,
 )
+from caligo.fow.expand import _check_array, _check_position
 from caligo.fow.position import (
     KIND_PROMOTION,
     KING,
@@ -721,9 +722,7 @@ class StockfishPool:
                 answers = self._answers_of(rows[own], "own_calls")
                 values[own] = [-sign * a.best for a in answers]
         except StockfishError as exc:
-            logger.error("Stockfish failed, the built-in evaluator scores this leaf: %s", exc)
-            self._counters.add("fallbacks")
-            values[open_] = self._fallback.evaluate(np.ascontiguousarray(rows[open_]))
+            values[open_] = self._fall_back(rows[open_], exc)
             return values
         self._leaves.put(pkey, (moves[:n].copy(), values[:n].copy()))
         return values
@@ -745,10 +744,15 @@ class StockfishPool:
                 answers = self._answers_of(positions[open_], "own_calls")
                 values[open_] = signs * np.array([a.best for a in answers])
             except StockfishError as exc:
-                logger.error("Stockfish failed, the built-in evaluator scores these: %s", exc)
-                self._counters.add("fallbacks")
-                values[open_] = self._fallback.evaluate(np.ascontiguousarray(positions[open_]))
+                values[open_] = self._fall_back(positions[open_], exc)
         return values
+
+    def _fall_back(self, rows: np.ndarray, exc: StockfishError) -> np.ndarray:
+        """White's values of rows from the built-in evaluator, after the engine failed."""
+        logger.error("Stockfish failed; the built-in evaluator scores %d positions: %s",
+                     rows.shape[0], exc)
+        self._counters.add("fallbacks")
+        return self._fallback.evaluate(np.ascontiguousarray(rows))
 
     def _answers_of(self, rows: np.ndarray, counter: str) -> list[Answer]:
         """Engine answers for undecided positions rows (uint64 (k, 16)): from the cache, the
@@ -770,20 +774,9 @@ class StockfishPool:
 
 
 def _check_leaf(parent: np.ndarray, children: np.ndarray, moves: np.ndarray) -> int:
-    if not isinstance(parent, np.ndarray) or parent.dtype != np.uint64 or parent.shape != (
-        POS_WORDS,
-    ):
-        raise TypeError(f"parent must be a uint64 array of shape ({POS_WORDS},)")
-    if not isinstance(moves, np.ndarray) or moves.dtype != np.uint16 or moves.ndim != 1:
-        raise TypeError("moves must be a uint16 vector")
-    if (
-        not isinstance(children, np.ndarray)
-        or children.dtype != np.uint64
-        or children.ndim != 2
-        or children.shape[1] != POS_WORDS
-        or not children.flags.c_contiguous
-    ):
-        raise TypeError(f"children must be a C-contiguous uint64 array of shape (n, {POS_WORDS})")
+    _check_position(parent, "parent")
+    _check_array(moves, np.uint16, 1, "moves")
+    _check_array(children, np.uint64, 2, "children", POS_WORDS)
     n = moves.shape[0]
     if children.shape[0] < n:
         raise ValueError(f"{n} moves but only {children.shape[0]} child rows")

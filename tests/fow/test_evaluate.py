@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 
 import chess
 import numpy as np
@@ -32,7 +31,7 @@ from caligo.fow.evaluate import (
 )
 from caligo.fow.expand import ExpandBuffers, Terminal, expand
 from caligo.fow.position import BLACK, STARTING_FEN, WHITE, from_fen, to_fen
-from tests.fow.test_expand import random_positions
+from tests.fow.test_expand import random_positions, run_threads
 
 SHORT = os.environ.get("CALIGO_SHORT") == "1"
 
@@ -173,11 +172,7 @@ def test_threads_share_one_evaluator() -> None:
             if not np.array_equal(ev.evaluate(positions), expected):
                 bad.append(1)
 
-    threads = [threading.Thread(target=work) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(work, work)
     assert not bad
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import random
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
@@ -88,6 +88,15 @@ def random_positions(n: int, seed: int) -> Iterator[np.ndarray]:
             make_move(pos, rng.choice(moves), undo)
             if king_captured(pos):
                 break
+
+
+def run_threads(*targets: Callable[[], None]) -> None:
+    """Run each target in its own thread at the same time; return when all are done."""
+    threads = [threading.Thread(target=t) for t in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
 
 
 @pytest.mark.slow
@@ -254,9 +263,5 @@ def test_threads_expand_concurrently() -> None:
             if not np.array_equal(mine.obs_keys[:n], keys):
                 errors.append(to_fen(pos))
 
-    threads = [threading.Thread(target=work) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(work, work)
     assert not errors

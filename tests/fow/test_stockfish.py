@@ -15,7 +15,6 @@ import os
 import re
 import shutil
 import signal
-import threading
 from collections.abc import Iterator
 
 import chess
@@ -48,7 +47,7 @@ from caligo.fow.stockfish import (
     score_value,
     uci_key,
 )
-from tests.fow.test_expand import random_positions
+from tests.fow.test_expand import random_positions, run_threads
 
 SHORT = os.environ.get("CALIGO_SHORT") == "1"
 STOCKFISH = shutil.which("stockfish") or shutil.which("stockfish", path=DEBIAN_DIR)
@@ -80,6 +79,13 @@ def _fens(log: list[bytes]) -> list[str]:
 def _leaf(pos: np.ndarray, buf: ExpandBuffers) -> tuple[np.ndarray, np.ndarray]:
     n = expand(pos, buf)
     return buf.children[:n], buf.moves[:n]
+
+
+def _two_knights() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A quiet opening leaf (1. e4 e5 2. Nf3 Nc6): parent, children, moves."""
+    parent = from_fen("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3")
+    children, moves = _leaf(parent, ExpandBuffers.allocate())
+    return parent, children, moves
 
 
 # --- no Stockfish needed ---------------------------------------------------------------------
@@ -308,9 +314,7 @@ def test_a_dead_or_hung_engine_is_restarted_and_the_call_returns_the_right_value
 def test_an_engine_that_keeps_failing_falls_back_to_the_builtin_evaluator(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    parent = from_fen("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3")
-    buf = ExpandBuffers.allocate()
-    children, moves = _leaf(parent, buf)
+    parent, children, moves = _two_knights()
     with StockfishPool(StockfishConfig(max_retries=1, call_timeout_s=0.5)) as pool:
         pool.engine()
         original = StockfishEngine._write
@@ -345,11 +349,7 @@ def test_each_thread_gets_its_own_engine_and_close_stops_them(sent: list[bytes])
         except BaseException as exc:  # surfaced below
             errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(positions[k::2],)) for k in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(lambda: work(positions[0::2]), lambda: work(positions[1::2]))
     assert not errors, errors
     assert len(set(pids)) == 2 and pool.stats().engines == 2
     engines = list(pool._engines)
@@ -368,9 +368,7 @@ def test_each_thread_gets_its_own_engine_and_close_stops_them(sent: list[bytes])
 
 @needs_stockfish
 def test_the_cache_answers_a_repeated_leaf_without_the_engine(sent: list[bytes]) -> None:
-    parent = from_fen("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3")
-    buf = ExpandBuffers.allocate()
-    children, moves = _leaf(parent, buf)
+    parent, children, moves = _two_knights()
     with StockfishPool() as pool:
         first = pool.children(parent, children, moves).copy()
         writes = len(sent)
@@ -386,9 +384,7 @@ def test_the_cache_answers_a_repeated_leaf_without_the_engine(sent: list[bytes])
 
 @needs_stockfish
 def test_bad_leaf_arguments_are_type_errors() -> None:
-    parent = from_fen("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3")
-    buf = ExpandBuffers.allocate()
-    children, moves = _leaf(parent, buf)
+    parent, children, moves = _two_knights()
     with StockfishPool() as pool:
         with pytest.raises(TypeError, match="moves"):
             pool.children(parent, children, moves.astype(np.int64))
