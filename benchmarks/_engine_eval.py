@@ -8,8 +8,10 @@ The part of `caligo bench engine` that needs no search (issue 9). `measure(short
   asked once, so the engine's hash helps neither side). Beside it, in the same run and
   interleaved call by call on the same positions: python-chess's `chess.engine` (`analyse`
   with the same options), the reference; `sf_ratio` = python-chess ms / ours.
-- leaf_ms: a whole `StockfishPool.children` call on the twelve parents' children and
-  grandchildren (cache off): classification, FEN, the call, own calls, mapping.
+- leaf_ms: a whole `StockfishPool.children` call per leaf (cache off) on the same positions:
+  classification, FEN, the call, own calls, mapping; random_leaf_ms: the same on leaves of
+  uniformly random FoW playouts, where kings hang often and whole leaves need own calls
+  (random_leaf_cap8_ms: with `own_call_cap=8`).
 - expansions_per_s: `expand._expand_kernel` called from Python once per parent, over the same
   positions; `expand_ratio` against `expand_reference` (the pure-Python reference).
 - builtin_nodes_per_s: children scored per second by `SimpleEvaluator.children`, one call per
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import sys
 import time
 
@@ -32,7 +35,14 @@ import numpy as np
 
 from caligo.fow.evaluate import SimpleEvaluator, evaluate_reference
 from caligo.fow.expand import ExpandBuffers, _expand_kernel, expand, expand_reference
-from caligo.fow.position import from_fen
+from caligo.fow.movegen import legal_moves
+from caligo.fow.position import (
+    STARTING_FEN,
+    UNDO_WORDS,
+    from_fen,
+    king_captured,
+    make_move,
+)
 from caligo.fow.stockfish import (
     StockfishConfig,
     StockfishEngine,
@@ -92,6 +102,24 @@ def positions() -> list[np.ndarray]:
     return out
 
 
+def random_leaves(n: int, seed: int = 7) -> list[np.ndarray]:
+    """`n` positions met in uniformly random FoW playouts from the start (kings left hanging
+    often: the worst case for own calls)."""
+    rng = random.Random(seed)
+    out: list[np.ndarray] = []
+    while len(out) < n:
+        pos = from_fen(STARTING_FEN)
+        for _ in range(120):
+            moves = legal_moves(pos)
+            if not moves or len(out) >= n:
+                break
+            out.append(pos.copy())
+            make_move(pos, rng.choice(moves), np.empty(UNDO_WORDS, dtype=np.uint64))
+            if king_captured(pos):
+                break
+    return out
+
+
 def _our_pass(fens: list[bytes], path: str) -> tuple[list[float], int]:
     """Seconds per call on a fresh engine (raw pipes + parsing); MultiPV lines in all."""
     engine = StockfishEngine(path, StockfishConfig(cache_entries=0))
@@ -143,10 +171,13 @@ def _sf_calls(fens: list[bytes], path: str) -> tuple[float, float, float, int]:
     )
 
 
-def _leaf_ms(leaves: list[np.ndarray], path: str) -> tuple[float, float]:
+def _leaf_ms(
+    leaves: list[np.ndarray], path: str, cap: int | None = None
+) -> tuple[float, float]:
     """Mean ms of `StockfishPool.children` per leaf (cache off), and own calls per leaf."""
     buf = ExpandBuffers.allocate()
-    with StockfishPool(StockfishConfig(path=path, cache_entries=0)) as pool:
+    config = StockfishConfig(path=path, cache_entries=0, own_call_cap=cap)
+    with StockfishPool(config) as pool:
         pool.engine()
         total = 0.0
         for pos in leaves:
@@ -211,6 +242,9 @@ def measure(short: bool) -> dict[str, float]:
     fens = [fen_bytes(p) for p in pos]
     sf_ms, pychess_ms, sf_median, lines = _sf_calls(fens, path)
     leaf_ms, own_per_leaf = _leaf_ms(pos, path)
+    rand = random_leaves(100 if short else 400)
+    random_ms, random_own = _leaf_ms(rand, path)
+    capped_ms, capped_own = _leaf_ms(rand, path, cap=8)
     expansions, expand_ref = _expansions(pos, 5 if short else 50)
     builtin, builtin_ref = _builtin(pos, 5 if short else 50)
     print(f"FoW leaf evaluation: {len(pos)} middlegame positions (12 openings + children)")
@@ -222,6 +256,10 @@ def measure(short: bool) -> dict[str, float]:
         f"  sf_ratio             {pychess_ms / sf_ms:>12.1f}   python-chess / ours\n"
         f"  leaf_ms              {leaf_ms:>12.3f}   StockfishPool.children per leaf, "
         f"{own_per_leaf:.2f} own calls/leaf\n"
+        f"  random_leaf_ms       {random_ms:>12.3f}   the same on random-playout leaves, "
+        f"{random_own:.2f} own calls/leaf\n"
+        f"  random_leaf_cap8_ms  {capped_ms:>12.3f}   the same with own_call_cap=8, "
+        f"{capped_own:.2f} own calls/leaf\n"
         f"  expansions_per_s     {expansions:>12,.0f}   expand kernel, one call per parent\n"
         f"  expand_ratio         {expansions / expand_ref:>12.0f}   over expand_reference "
         f"({expand_ref:,.0f}/s)\n"
@@ -236,6 +274,8 @@ def measure(short: bool) -> dict[str, float]:
         "sf_pychess_ms": pychess_ms,
         "sf_ratio": pychess_ms / sf_ms,
         "leaf_ms": leaf_ms,
+        "random_leaf_ms": random_ms,
+        "random_leaf_cap8_ms": capped_ms,
         "expansions_per_s": expansions,
         "expand_ratio": expansions / expand_ref,
         "builtin_nodes_per_s": builtin,

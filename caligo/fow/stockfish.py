@@ -50,6 +50,7 @@ values and the failure is logged and counted, so a game is never lost to the eng
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
@@ -140,6 +141,11 @@ class StockfishConfig:
     """Entries of each LRU cache (leaves, single positions); 0 turns caching off."""
     max_engines: int = 16
     """At most this many processes (one per calling thread)."""
+    own_call_cap: int | None = None
+    """At most this many own calls per leaf; None: no cap (every child is Stockfish's). Past
+    the cap, in move order, children get the built-in evaluator's value. A leaf whose side to
+    move can capture the king needs an own call per child, and its other moves are all
+    dominated by the capture; opowell's engine caps these calls at 8 (design/SEARCH.md 1.7)."""
 
     def __post_init__(self) -> None:
         for name in ("hash_mb", "threads", "multipv", "depth", "max_engines"):
@@ -154,6 +160,11 @@ class StockfishConfig:
             value = getattr(self, name)
             if not isinstance(value, int | float) or not value > 0 or not math.isfinite(value):
                 raise ValueError(f"StockfishConfig.{name} must be a number > 0: {value!r}")
+        if self.own_call_cap is not None and (
+            not isinstance(self.own_call_cap, int) or self.own_call_cap < 0
+        ):
+            raise ValueError(f"StockfishConfig.own_call_cap must be None or an int >= 0: "
+                             f"{self.own_call_cap!r}")
         if self.path is not None and not isinstance(self.path, str):
             raise ValueError(f"StockfishConfig.path must be a string: {self.path!r}")
 
@@ -173,6 +184,8 @@ class PoolStats:
     restarts: int
     fallbacks: int
     """Calls answered by the built-in evaluator after the engine failed `max_retries` times."""
+    capped: int
+    """Children given the built-in evaluator's value past `own_call_cap`."""
     engine_seconds: float
     """Wall time spent waiting on engine answers."""
 
@@ -306,6 +319,7 @@ def move_keys(moves: np.ndarray) -> np.ndarray:
 _PROMO_KEY = {ord("n"): 1, ord("b"): 2, ord("r"): 3, ord("q"): 4}
 
 
+@functools.cache
 def uci_key(uci: bytes) -> int:
     """Return the key (`move_keys`) of a UCI move in bytes, e.g. b"e7e8q"."""
     frm = (uci[0] - 97) + 8 * (uci[1] - 49)
@@ -339,8 +353,10 @@ def parse_answer(block: bytes, scale_cp: float = 600.0) -> Answer:
     """Parse one `go` answer (the engine's text up to `bestmove`); raise StockfishError if it
     holds no score at all. A move printed twice keeps its last (deepest) line."""
     lines = {
-        uci_key(m.group(3)): score_value(m.group(1), int(m.group(2)), scale_cp)
-        for m in _LINE.finditer(block)
+        uci_key(uci): (
+            math.tanh(int(amount) / scale_cp) if kind == b"cp" else mate_value(int(amount))
+        )
+        for kind, amount, uci in _LINE.findall(block)
     }
     if not lines:
         if _NO_MOVE.search(block) is None:
@@ -589,6 +605,7 @@ class _Counters:
     leaf_cache_hits: int = 0
     answer_cache_hits: int = 0
     fallbacks: int = 0
+    capped: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, name: str, k: int = 1) -> None:
@@ -669,6 +686,7 @@ class StockfishPool:
             answer_cache_hits=c.answer_cache_hits,
             restarts=sum(e.restarts for e in engines),
             fallbacks=c.fallbacks,
+            capped=c.capped,
             engine_seconds=sum(e.seconds for e in engines),
         )
 
@@ -717,6 +735,12 @@ class StockfishPool:
                     found = answer.keys[at] == wanted
                     values[open_[found]] = sign * answer.values[at[found]]
                 own = open_[~found]
+            cap = self.config.own_call_cap
+            if cap is not None and own.size > cap:
+                past = own[cap:]
+                own = own[:cap]
+                self._counters.add("capped", past.size)
+                values[past] = self._fallback.evaluate(np.ascontiguousarray(rows[past]))
             if own.size:
                 # each child's side to move is the mover's opponent: negate its value
                 answers = self._answers_of(rows[own], "own_calls")

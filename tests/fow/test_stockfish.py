@@ -405,3 +405,25 @@ def test_a_large_batch_is_pipelined_in_chunks(sent: list[bytes]) -> None:
     assert np.all(np.abs(values) < 1.0)
     batches = [data.count(b"go depth") for data in sent if b"go depth" in data]
     assert batches == [64, 64, 64, 8]
+
+
+@needs_stockfish
+def test_own_call_cap_gives_the_rest_the_builtin_value(sent: list[bytes]) -> None:
+    # white to move can take the black king (Re1xe8): Stockfish refuses the parent, so every
+    # other child needs its own call; with a cap of 3, three get one, the rest the built-in
+    parent = from_fen("4k3/8/8/8/8/8/8/K3R3 w - - 0 1")
+    children, moves = _leaf(parent, ExpandBuffers.allocate())
+    codes = decided(children)
+    open_ = np.flatnonzero(codes == UNDECIDED)
+    assert open_.size > 3
+    with StockfishPool(StockfishConfig(own_call_cap=3)) as pool:
+        values = pool.children(parent, children, moves)
+        stats = pool.stats()
+    assert stats.leaf_calls == 0 and stats.own_calls == 3 and stats.capped == open_.size - 3
+    assert len(_fens(sent)) == 3
+    builtin = SimpleEvaluator().evaluate(np.ascontiguousarray(children))
+    assert np.array_equal(values[open_[3:]], builtin[open_[3:]])
+    capture = [move_to_uci(int(m)) for m in moves].index("e1e8")
+    assert values[capture] == 1.0
+    with pytest.raises(ValueError, match="own_call_cap"):
+        StockfishConfig(own_call_cap=-1)
