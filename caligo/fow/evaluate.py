@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from numba import njit
@@ -193,6 +193,29 @@ def to_mover_view(values: np.ndarray, mover: int, out: np.ndarray | None = None)
     return out
 
 
+class LeafEvaluator(Protocol):
+    """What the search's FoW adapter needs from an evaluator (`SimpleEvaluator`,
+    `stockfish.StockfishPool`): White's values in [-1, 1] of a whole leaf, or of positions."""
+
+    def children(
+        self,
+        parent: np.ndarray,
+        children: np.ndarray,
+        moves: np.ndarray,
+        out: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Values of the children (uint64 (n, 16), row i after moves[i]) of parent."""
+        ...
+
+    def evaluate(self, positions: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Values of single positions (uint64 (n, 16))."""
+        ...
+
+    def close(self) -> None:
+        """Release what the evaluator holds (processes)."""
+        ...
+
+
 class SimpleEvaluator:
     """The built-in evaluator (seed 001 ablation 6), numba and nogil, safe to share by threads.
 
@@ -277,6 +300,7 @@ __all__ = [
     "DRAW",
     "UNDECIDED",
     "WHITE_WINS",
+    "LeafEvaluator",
     "SimpleEvalConfig",
     "SimpleEvaluator",
     "decided",

@@ -46,6 +46,7 @@ def _children_of_random_positions(parents: int, seed: int) -> np.ndarray:
     return np.concatenate(rows)
 
 
+@pytest.mark.slow
 def test_kernel_equals_python_chess_reference() -> None:
     positions = _children_of_random_positions(150 if SHORT else 600, seed=21)
     values = SimpleEvaluator().evaluate(positions)
@@ -102,7 +103,9 @@ def test_children_left_hanging_are_losses_for_the_mover() -> None:
     board = chess.Board(to_fen(parent))
     for i in range(n):
         child = chess.Board(to_fen(buf.children[i]))
-        hanging = child.is_attacked_by(chess.BLACK, child.king(chess.WHITE))
+        king = child.king(chess.WHITE)
+        assert king is not None
+        hanging = child.is_attacked_by(chess.BLACK, king)
         assert (values[i] == -1.0) == hanging, board.fen()
     assert (values[:n] == -1.0).sum() == 3
 

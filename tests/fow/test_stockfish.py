@@ -23,7 +23,13 @@ import numpy as np
 import pytest
 
 from caligo.errors import CaligoError
-from caligo.fow.evaluate import DECIDED_VALUE, UNDECIDED, SimpleEvaluator, decided
+from caligo.fow.evaluate import (
+    DECIDED_VALUE,
+    UNDECIDED,
+    LeafEvaluator,
+    SimpleEvaluator,
+    decided,
+)
 from caligo.fow.expand import ExpandBuffers, expand
 from caligo.fow.movegen import legal_moves
 from caligo.fow.position import (
@@ -176,8 +182,10 @@ def test_never_sends_a_position_stockfish_cannot_take(sent: list[bytes]) -> None
     assert len(fens) > 100
     for fen in fens:
         board = chess.Board(fen)
-        assert board.king(chess.WHITE) is not None and board.king(chess.BLACK) is not None, fen
-        assert not board.is_attacked_by(board.turn, board.king(not board.turn)), fen
+        kings = board.king(chess.WHITE), board.king(chess.BLACK)
+        assert kings[0] is not None and kings[1] is not None, fen
+        their_king = kings[1] if board.turn == chess.WHITE else kings[0]
+        assert not board.is_attacked_by(board.turn, their_king), fen
         assert not board.is_check() or fen.split()[3] == "-", fen
 
 
@@ -386,6 +394,8 @@ def test_the_cache_answers_a_repeated_leaf_without_the_engine(sent: list[bytes])
 def test_bad_leaf_arguments_are_type_errors() -> None:
     parent, children, moves = _two_knights()
     with StockfishPool() as pool:
+        evaluators: list[LeafEvaluator] = [pool, SimpleEvaluator()]  # one interface (mypy)
+        assert all(callable(e.children) for e in evaluators)
         with pytest.raises(TypeError, match="moves"):
             pool.children(parent, children, moves.astype(np.int64))
         with pytest.raises(ValueError, match="child rows"):
