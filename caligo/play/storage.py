@@ -289,9 +289,7 @@ class GameStore:
         """The `games` row of `game_id`; raise StorageError if there is none."""
         with self._lock:
             row = self._db.execute(
-                "SELECT id, created, white, black, tc, start_fen, status, result, termination,"
-                " pgn, detail, config, match_id, round FROM games WHERE id = ?",
-                (game_id,),
+                f"SELECT {_GAME_COLUMNS} FROM games WHERE id = ?", (game_id,)
             ).fetchone()
         if row is None:
             raise StorageError(f"no game {game_id!r} in {self.path!r}")
@@ -301,10 +299,7 @@ class GameStore:
         self, status: str | None = None, match_id: str | None = None, limit: int = 1000
     ) -> list[GameRow]:
         """Games, newest first, optionally filtered by status and match."""
-        sql = (
-            "SELECT id, created, white, black, tc, start_fen, status, result, termination,"
-            " pgn, detail, config, match_id, round FROM games"
-        )
+        sql = f"SELECT {_GAME_COLUMNS} FROM games"
         where, args = [], []
         if status is not None:
             where.append("status = ?")

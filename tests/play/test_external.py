@@ -17,7 +17,12 @@ from pathlib import Path
 import pytest
 
 from caligo.agents.base import TimeControl
-from caligo.agents.external import EngineProtocolError, EngineTimeout, ExternalAgent
+from caligo.agents.external import (
+    EngineProtocolError,
+    EngineTimeout,
+    ExternalAgent,
+    ExternalSettings,
+)
 from caligo.agents.random_agent import RandomAgent
 from caligo.play.referee import play_game
 from caligo.play.session import EndReason, GameSession, SessionConfig
@@ -27,7 +32,7 @@ FAKE = str(Path(__file__).with_name("fake_engine.py"))
 
 def fake(mode: str, *args: str) -> ExternalAgent:
     return ExternalAgent(
-        [sys.executable, FAKE, mode, *args], handshake_timeout_s=10.0, ready_timeout_s=1.0
+        [sys.executable, FAKE, mode, *args], settings=ExternalSettings(ready_timeout_s=1.0)
     )
 
 
@@ -128,7 +133,9 @@ def test_handshake_failures_are_refused() -> None:
     with pytest.raises(EngineProtocolError, match="version 2"):
         fake("badversion")
     with pytest.raises(EngineTimeout):
-        ExternalAgent([sys.executable, FAKE, "silent"], handshake_timeout_s=0.5)
+        ExternalAgent(
+            [sys.executable, FAKE, "silent"], settings=ExternalSettings(handshake_timeout_s=0.5)
+        )
 
 
 def test_caligo_engine_server_survives_bad_input() -> None:
