@@ -24,7 +24,7 @@ import os
 from collections import deque
 from typing import Any, Protocol
 
-from caligo.play.errors import MatchConfigError
+from caligo.play.errors import MatchConfigError, PlayError
 from caligo.play.match import Backend, MatchConfig, PairResult, PairSpec, PairWorker
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ class PoolBackend:
         spec = self._futures.pop(future)
         exc = future.exception()
         if isinstance(exc, cf.process.BrokenProcessPool):
-            raise exc
+            raise PlayError(f"a worker process died while playing pair {spec.index + 1}: {exc}")
         return spec, exc if exc is not None else future.result()
 
     def cancel_pending(self) -> int:
