@@ -1,1 +1,36 @@
-"""Caligo agents layer (see DESIGN.md for the layering)."""
+"""Caligo agents: the `Agent` interface and the agents built on it (see DESIGN.md for layering).
+
+`caligo.agents.base` defines the interface (`Agent`, `Decision`, `Clock`, `TimeControl`);
+`caligo.agents.registry` maps names such as ``random:seed=3`` or ``cmd:./engine`` to agents;
+`caligo.agents.protocol` is the `caligo-fow` wire format that `ExternalAgent` speaks.
+"""
+
+from caligo.agents.base import (
+    UNTIMED,
+    Agent,
+    AgentBase,
+    Clock,
+    Decision,
+    TcKind,
+    TimeControl,
+    TimeControlError,
+    legal_moves,
+    observed_move,
+)
+from caligo.agents.policy import PolicyAgent
+from caligo.agents.random_agent import RandomAgent
+
+__all__ = [
+    "UNTIMED",
+    "Agent",
+    "AgentBase",
+    "Clock",
+    "Decision",
+    "PolicyAgent",
+    "RandomAgent",
+    "TcKind",
+    "TimeControl",
+    "TimeControlError",
+    "legal_moves",
+    "observed_move",
+]
