@@ -27,8 +27,20 @@ from caligo.core.sequence_form import sequence_form
 from caligo.core.strategy import behavioral_from_realization, uniform_strategy
 from caligo.core.tree import FloatArray, GameTree
 
+PRIMAL_TOL = 1e-10
+"""HiGHS's primal feasibility tolerance in every Caligo LP: a constraint may be off by this much."""
+
+REACH_TOL = 10 * PRIMAL_TOL
+"""Player 0's own reach (a realization-plan value, chance left out) at or below this is zero.
+
+Strategies that come out of an LP satisfy its rows only to `PRIMAL_TOL`, so a plan value within
+ten times that of 0 cannot be told apart from 0: it is rounding noise (nested solving meets
+values like 2e-15 where a gadget LP left an action unplayed). Dividing by such a reach, as a
+gadget's normalization would, turns the noise into payoffs of 1e15 that HiGHS rejects.
+"""
+
 _HIGHS_OPTIONS = {
-    "primal_feasibility_tolerance": 1e-10,
+    "primal_feasibility_tolerance": PRIMAL_TOL,
     "dual_feasibility_tolerance": 1e-10,
     "presolve": True,
 }

@@ -79,6 +79,7 @@ import scipy.sparse as sp
 from caligo.core.best_response import best_response
 from caligo.core.game import CHANCE, TERMINAL
 from caligo.core.knowledge import infoset_nodes, order_k_set
+from caligo.core.lp import REACH_TOL
 from caligo.core.strategy import check_strategy, realization_plan
 from caligo.core.tree import FloatArray, GameTree, IntArray, build_tree
 
@@ -678,14 +679,16 @@ def make_subgame(
     kin1 = tree.kinfo[:, 1]
     full_nodes = {kid: np.flatnonzero(kin1 == kid).astype(np.int32) for kid in order}
 
-    # line 16: normalization constants; roots never reached by the blueprint are dropped
+    # line 16: normalization constants; roots the blueprint does not reach are dropped. "Does
+    # not reach" means player 0's own reach of I0 ∩ roots (the chance-weighted mean of x over
+    # its nodes; of x y for unsafe solving) is at most REACH_TOL: below that it is LP rounding
+    # noise, and D = sum p x of noise would scale B by 1/D (about 1e15).
     kept_roots: list[int] = []
     for kid in order:
         nodes = np.asarray(groups[kid], dtype=np.int32)
-        if opts.kind is GadgetKind.UNSAFE:
-            if float(np.sum(p[nodes] * xr[nodes] * yr[nodes])) > 0.0:
-                kept_roots.append(kid)
-        elif float(np.sum(p[nodes] * xr[nodes])) > 0.0:
+        own = xr[nodes] * yr[nodes] if opts.kind is GadgetKind.UNSAFE else xr[nodes]
+        chance = float(np.sum(p[nodes]))
+        if chance > 0.0 and float(np.sum(p[nodes] * own)) > REACH_TOL * chance:
             kept_roots.append(kid)
     m = len(kept_roots)
     root_nodes = [np.asarray(groups[kid], dtype=np.int32) for kid in kept_roots]

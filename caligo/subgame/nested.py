@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from caligo.core.lp import solve_player
+from caligo.core.lp import REACH_TOL, solve_player
 from caligo.core.strategy import realization_plan
 from caligo.core.tree import FloatArray, GameTree, IntArray
 
@@ -181,11 +181,13 @@ def nested_solve(
         state = parent_state
         if allowed is None or g in allowed:
             here = parent_state.copy_of(g)
-            if here >= 0 and _reach(parent_state, here) > 0.0:
+            if here >= 0 and _reach(parent_state, here) > REACH_TOL:
                 state = do_step(parent_state, g, config, tree)
                 solves += 1
             else:
-                skipped += 1  # unreachable under the previous solve: its strategy is irrelevant
+                # unreachable under the previous solve (own reach at most REACH_TOL, LP noise):
+                # its strategy is irrelevant, so it keeps the one of the last solve above it
+                skipped += 1
             if progress is not None:
                 progress(1)
             nxt = kids.get(g, [])
