@@ -26,6 +26,7 @@ from caligo.core.game import CHANCE, TERMINAL
 from caligo.core.tree import FloatArray, GameTree, build_tree
 from caligo.experiments.runner import (
     Column,
+    ExperimentError,
     Progress,
     Series,
     Table,
@@ -38,7 +39,7 @@ from caligo.experiments.runner import (
 def matching_pennies_copies(n: int) -> TableGame:
     """N copies of matching pennies; ⊕ is told which copy, ⊖ wins (+1 for her) on a match."""
     if n < 1:
-        raise ValueError(f"the counterexample needs N >= 1, got {n!r}")
+        raise ExperimentError(f"the counterexample needs N >= 1, got {n!r}")
 
     def player_fn(h: tuple[int, ...]) -> int:
         return (CHANCE, 0, 1, TERMINAL)[len(h)]
@@ -65,7 +66,7 @@ def counterexample_blueprint(tree: GameTree, n: int) -> FloatArray:
     """⊕ plays heads with probability 1/2 + 2/N everywhere (⊖'s slots uniform)."""
     p = 0.5 + 2.0 / n
     if p > 1.0:
-        raise ValueError(f"the blueprint needs N >= 4, got {n!r}")
+        raise ExperimentError(f"the blueprint needs N >= 4, got {n!r}")
     s = np.full(tree.num_slots, 0.5)
     for g in tree.infosets_of(0):
         off = int(tree.infoset_offset[g])

@@ -51,6 +51,7 @@ from caligo.core.knowledge import infoset_nodes, order_k_set
 from caligo.core.tree import FloatArray, GameTree, IntArray
 from caligo.experiments.runner import (
     Column,
+    ExperimentError,
     Progress,
     Series,
     Table,
@@ -77,7 +78,7 @@ METHOD_LABEL = {
 }
 
 
-class MarginsError(ValueError):
+class MarginsError(ExperimentError):
     """Bad configuration of the margins experiment."""
 
 
@@ -259,7 +260,8 @@ class MarginsResult:
                 t, gadget_iterations, method
             ):
                 return s
-        raise KeyError((t, gadget_iterations, method))
+        raise MarginsError(f"no cell T={t}, gadget iterations={gadget_iterations}, "
+                           f"{method.value} in this result")
 
     def table(self) -> Table:
         return margins_table(self)

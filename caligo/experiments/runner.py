@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from caligo.errors import CaligoError
+
 DEFAULT_OUT = Path("out")
+
+
+class ExperimentError(CaligoError, ValueError):
+    """A bad experiment configuration (unknown row key, out-of-range parameter)."""
 
 Row = Mapping[str, Any]
 Progress = Callable[[int], None]
@@ -158,6 +164,58 @@ def plot_series(
         ax.set_title(title)
     ax.grid(True, alpha=0.3)
     ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+@dataclass(frozen=True)
+class Bars:
+    """One bar per group: a label, the heights, and optional (below, above) error extents."""
+
+    label: str
+    values: tuple[float, ...]
+    err: tuple[tuple[float, ...], tuple[float, ...]] | None = None
+
+
+def plot_grouped_bars(
+    path: Path,
+    groups: Sequence[str],
+    bars: Sequence[Bars],
+    ylabel: str,
+    title: str = "",
+    symlog: float | None = None,
+) -> Path:
+    """Save a grouped bar chart as PNG: one group per label, one bar per `Bars` in each group.
+
+    symlog: a linear threshold for a symmetric-log y axis (small values stay visible next to
+    large ones, and 0 is drawable); None for a linear axis.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = max(1, len(bars))
+    width = 0.8 / n
+    fig, ax = plt.subplots(figsize=(max(6.4, 1.0 + 0.9 * len(groups)), 4.8))
+    x = np.arange(len(groups))
+    for i, b in enumerate(bars):
+        err = None if b.err is None else np.array([b.err[0], b.err[1]])
+        ax.bar(x + (i - (n - 1) / 2) * width, b.values, width, label=b.label, yerr=err,
+               capsize=2 if err is not None else 0)
+    ax.set_xticks(x)
+    ax.set_xticklabels(groups, rotation=30, ha="right", fontsize=8)
+    if symlog is not None:
+        ax.set_yscale("symlog", linthresh=symlog)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
