@@ -50,11 +50,12 @@ from caligo.core import _cfr_kernels as K
 from caligo.core.game import TERMINAL
 from caligo.core.strategy import check_strategy, normalize_per_infoset, uniform_strategy
 from caligo.core.tree import FloatArray, GameTree, IntArray
+from caligo.errors import CaligoError
 
 log = logging.getLogger(__name__)
 
 
-class CFRConfigError(ValueError):
+class CFRConfigError(CaligoError, ValueError):
     """A CFR configuration with an out-of-range parameter."""
 
 
@@ -247,7 +248,7 @@ def _with_extra(tree: GameTree, extra: sp.spmatrix | None) -> _CFRArrays:
     )
 
 
-class KernelError(RuntimeError):
+class KernelError(CaligoError, RuntimeError):
     """A CFR kernel returned a non-OK status (a bug, never bad input)."""
 
 
@@ -295,7 +296,7 @@ class CFRSolver:
     def iterate(self, n: int = 1) -> None:
         """Run n more iterations (each updates both players)."""
         if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
-            raise ValueError(f"iteration count must be a nonnegative int, got {n!r}")
+            raise CFRConfigError(f"iteration count must be a nonnegative int, got {n!r}")
         if n == 0 or self.tree.num_infosets == 0:
             self._iterations += int(n)
             return
@@ -377,7 +378,7 @@ def solve_cfr(
     (`caligo.core.best_response.openspiel_exploitability`).
     """
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 0:
-        raise ValueError(f"iterations must be a nonnegative int, got {iterations!r}")
+        raise CFRConfigError(f"iterations must be a nonnegative int, got {iterations!r}")
     points = sorted({int(p) for p in record_at if 0 <= int(p) <= iterations})
     if points and metric is None:
         from caligo.core.best_response import openspiel_exploitability

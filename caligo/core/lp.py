@@ -25,6 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
+from caligo.core.game import ArgumentError
 from caligo.core.sequence_form import sequence_form
 from caligo.core.strategy import behavioral_from_realization, uniform_strategy
 from caligo.core.tree import FloatArray, GameTree
@@ -172,7 +173,7 @@ def solve_player(
         # min_y max_x x^T A y = -max_y min_x x^T (-A) y: same LP with -A^T roles swapped.
         M, (C, c), (D, d), sign = -A, (sf.F, sf.f), (sf.E, sf.e), -1.0
     else:
-        raise ValueError(f"player must be 0 or 1, got {player!r}")
+        raise ArgumentError(f"player must be 0 or 1, got {player!r}")
     nx = C.shape[1]
     nq = D.shape[0]
     # variables [x (nx), q (nq)]; minimize -d^T q
@@ -234,7 +235,7 @@ def epsilon_floors(
     floor to chosen actions (e.g. only betting actions); by default every action is floored.
     """
     if not 0.0 <= epsilon <= 1.0:
-        raise ValueError(f"epsilon must be in [0, 1], got {epsilon!r}")
+        raise ArgumentError(f"epsilon must be in [0, 1], got {epsilon!r}")
     floors = np.zeros(tree.num_slots, dtype=np.float64)
     skip = set(int(g) for g in exempt)
     for g in tree.infosets_of(player):

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from caligo.core.builtin_games import TableGame, matching_pennies_n
+from caligo.core.game import ArgumentError
 from caligo.core.games import load_game
 from caligo.core.knowledge import Convention, _sizes, knowledge_graph
 from caligo.core.tree import GameTree, build_tree
@@ -166,7 +167,7 @@ def table2_rows(specs: Sequence[str] | None = None) -> list[Table2Row]:
         known = {p.spec: p for p in PAPER_TABLE2}
         unknown = [s for s in specs if s not in known]
         if unknown:
-            raise ValueError(f"not a Table 2 game: {unknown!r}; known: {sorted(known)!r}")
+            raise ArgumentError(f"not a Table 2 game: {unknown!r}; known: {sorted(known)!r}")
         papers = tuple(known[s] for s in specs)
     return [table2_row(p) for p in papers]
 

@@ -82,11 +82,12 @@ from caligo.core.knowledge import infoset_nodes, order_k_set
 from caligo.core.lp import REACH_TOL
 from caligo.core.strategy import check_strategy, realization_plan
 from caligo.core.tree import FloatArray, GameTree, IntArray, build_tree
+from caligo.errors import CaligoError
 
 EXIT, PLAY = 0, 1
 
 
-class SubgameError(ValueError):
+class SubgameError(CaligoError, ValueError):
     """Bad input to the gadget construction (infoset, strategy, extra payoffs or options)."""
 
 
