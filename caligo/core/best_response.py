@@ -53,6 +53,9 @@ class BestResponse:
     infoset_reach: FloatArray
     strategy: FloatArray
 
+    def __repr__(self) -> str:
+        return f"<BestResponse of player {self.responder}: value {self.value:.9g}>"
+
     def counterfactual_infoset_values(self) -> FloatArray:
         """u*(x|I) = V(I) / reach(I); NaN where the reach is 0 or I is not the responder's."""
         with np.errstate(invalid="ignore", divide="ignore"):

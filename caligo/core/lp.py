@@ -87,6 +87,9 @@ class PlayerLPResult:
     plan: FloatArray
     strategy: FloatArray
 
+    def __repr__(self) -> str:
+        return f"<PlayerLPResult player {self.player}: value {self.value:.9g}>"
+
 
 @dataclass(frozen=True)
 class LPResult:
@@ -96,6 +99,10 @@ class LPResult:
     plan0: FloatArray
     plan1: FloatArray
     strategy: FloatArray
+
+    def __repr__(self) -> str:
+        return (f"<LPResult value {self.value:.9g}: {self.plan0.shape[0]} + "
+                f"{self.plan1.shape[0]} sequences>")
 
 
 def _floor_rows(tree: GameTree, player: int, floors: FloatArray, n_cols: int) -> sp.csr_matrix:

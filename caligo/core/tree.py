@@ -66,6 +66,10 @@ class GameTree:
     num_kinfo: tuple[int, int]
     _cache: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
 
+    def __repr__(self) -> str:
+        return (f"<GameTree {self.name!r}: {self.num_nodes} nodes, {self.num_infosets} "
+                f"infosets, {self.num_slots} action slots>")
+
     @property
     def num_nodes(self) -> int:
         return int(self.player.shape[0])

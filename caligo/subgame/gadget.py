@@ -198,6 +198,12 @@ class Subgame:
     safe_klss: bool = False
     _cache: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
 
+    def __repr__(self) -> str:
+        kind = "safe 1-KLSS" if self.safe_klss else self.options.kind.value
+        return (f"<Subgame {kind} k={self.options.order} at infoset {self.source_infoset}: "
+                f"{self.num_roots} root infosets, {self.tree.num_nodes} nodes, "
+                f"{self.extra.nnz} extra payoffs>")
+
     @property
     def num_roots(self) -> int:
         return int(self.root_kinfo.shape[0])

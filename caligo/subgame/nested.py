@@ -108,6 +108,10 @@ class NestedResult:
     skipped: int
     seconds: float
 
+    def __repr__(self) -> str:
+        return (f"<NestedResult: {self.solves} solves, {self.skipped} skipped, "
+                f"{self.seconds:.2f} s>")
+
 
 def infoset_parents(tree: GameTree, player: int = 0) -> IntArray:
     """The player's infoset owning each of the player's infosets' parent sequence (-1: root)."""

@@ -72,6 +72,11 @@ class SubgameSolution:
     margins: FloatArray
     iterations: int
 
+    def __repr__(self) -> str:
+        its = f", {self.iterations} iterations" if self.method is SolveMethod.CFR else ""
+        return (f"<SubgameSolution {self.method.value}{its}: value {self.value:.6g}, "
+                f"min margin {self.min_margin:.6g}>")
+
     @property
     def min_margin(self) -> float:
         """The subgame margin of seed 004 Definition 5 (inf if there are no roots)."""
