@@ -423,8 +423,9 @@ def write_margins(result: MarginsResult, out_dir: Path | None = None,
                              tuple(s.half_width for s in cells)))
     its = "LP" if last == 0 else f"{last} CFR+ iterations"
     paths.append(plot_series(out / f"{_stem(cfg)}.png", series, "blueprint CFR+ iterations T",
-                             "mean subgame margin (chips)",
-                             f"Leduc river subgames, gadgets solved by {its}", logx=True))
+                             "mean subgame margin (chips, symlog)",
+                             f"Leduc second-round subgames, gadgets solved by {its}", logx=True,
+                             symlog=1e-4))
     if len(cfg.checkpoints) > 1:
         t0 = cfg.blueprint_iterations[0]
         cs = tuple(float(c) for c in cfg.checkpoints)
@@ -434,9 +435,9 @@ def write_margins(result: MarginsResult, out_dir: Path | None = None,
             series.append(Series(METHOD_LABEL[kind], cs, tuple(s.mean for s in cells),
                                  tuple(s.half_width for s in cells)))
         paths.append(plot_series(out / "margins_gadget_iterations.png", series,
-                                 "gadget CFR+ iterations", "mean subgame margin (chips)",
-                                 f"seed 004 Figure I.2 axis: blueprint CFR+ T={t0}",
-                                 logx=True))
+                                 "gadget CFR+ iterations", "mean subgame margin (chips, symlog)",
+                                 f"Margin against gadget iterations (blueprint: CFR+, T={t0})",
+                                 logx=True, symlog=1e-3))
     return paths
 
 
