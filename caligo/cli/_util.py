@@ -179,7 +179,9 @@ def notice(message: str, after: float = 1.0) -> Iterator[None]:
 class Bars:
     """One tqdm bar at a time: a new bar closes the previous one (no stacked or stale bars).
 
-    A bar appears only once its task has run for `delay` seconds, so quick steps stay silent.
+    A bar appears only once its task has run for `delay` seconds, so quick steps stay silent;
+    when stderr is not a terminal (a log file) it redraws every 15 s instead of 10 times a
+    second.
     """
 
     def __init__(self, delay: float = 1.0) -> None:
@@ -191,8 +193,11 @@ class Bars:
         from tqdm import tqdm
 
         self.close()
+        # in a log (stderr not a terminal) a redraw is a new line: redraw rarely there
+        interval = 0.1 if sys.stderr.isatty() else 15.0
         self._bar = tqdm(total=total, desc=desc, unit=unit, leave=False, file=sys.stderr,
-                         dynamic_ncols=True, unit_scale=unit == "node", delay=self.delay)
+                         dynamic_ncols=True, unit_scale=unit == "node", delay=self.delay,
+                         mininterval=interval, maxinterval=max(10.0, interval))
         bar = self._bar
         return lambda n: bar.update(n)
 

@@ -172,3 +172,25 @@ def test_table1_spread_brackets_every_tie_break() -> None:
     assert simplex is not None and ipm is not None
     assert spread.after_min == pytest.approx(min(simplex, ipm), abs=1e-8)
     assert spread.after_max == pytest.approx(max(simplex, ipm), abs=1e-8)
+
+
+@pytest.mark.slow
+def test_one_klss_from_an_equilibrium_is_affine_not_safe() -> None:
+    """What 1-KLSS allows (docs/experiments.md): from an exact equilibrium of
+    liars_dice(dice_sides=4) (a vertex of player 0's equilibrium polytope), nested 1-KLSS can
+    end exploitable (0.0625 here), yet Zhang & Sandholm 2021's Theorem 9 holds: the result
+    earns exactly v* against every equilibrium vertex of the opponent (Proposition 8)."""
+    from caligo.core.strategy import realization_plan
+    from caligo.experiments.affine import plan_to_strategy
+    from caligo.subgame.nested import nested_solve
+
+    tree = load_game("liars_dice(dice_sides=4)")
+    v = game_value(tree)
+    ys = equilibrium_vertices(tree, 1, 2 if SHORT else 4)
+    xs = equilibrium_vertices(tree, 0, 2, seed=0)
+    x = plan_to_strategy(tree, xs[1], 0)
+    assert player_exploitability(tree, x, 0) < 1e-8
+    after = nested_solve(tree, x).strategy
+    assert player_exploitability(tree, after, 0) > 1e-3
+    plan = realization_plan(tree, after, 0)
+    assert max(abs(payoff(tree, plan, y) - v) for y in ys) < 1e-8
