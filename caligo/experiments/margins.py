@@ -384,8 +384,8 @@ def margins_table(result: MarginsResult) -> Table:
     cols += [Column(k.value, METHOD_LABEL[k]) for k in cfg.methods]
     how = ("exact LP" if cfg.solver is GadgetSolver.LP
            else "CFR+ (average strategy) on the gadget")
-    notes = (f"Seed 004 I.6 on Leduc's second-round common-knowledge subgames: mean subgame "
-             f"margin (chips, player 0 re-solves; positive = improvement) with "
+    notes = (f"Ha 2016, section I.6, on Leduc's second-round common-knowledge subgames: mean "
+             f"subgame margin (chips, player 0 re-solves; positive = improvement) with "
              f"{cfg.confidence:.0%} Student-t intervals over subgames; gadgets solved by {how}.",)
     return Table(_stem(cfg), tuple(rows), tuple(cols), notes)
 
