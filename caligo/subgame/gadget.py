@@ -117,6 +117,7 @@ class ResolvePrior(enum.Enum):
 class SubgameOptions:
     """How to build a gadget; validated at construction.
 
+    kind: a `GadgetKind` (its value, e.g. "maxmargin", is accepted and converted).
     k: odd positive int or math.inf (the order of the knowledge set; inf = common knowledge).
     reach: subtract gift estimates from the alternate values (Reach subgame solving).
     merge_transpositions: Algorithm 12 lines 10-14, only with k = 1.
@@ -132,6 +133,12 @@ class SubgameOptions:
     kluss: bool = False
 
     def __post_init__(self) -> None:
+        if isinstance(self.kind, str):  # "maxmargin" -> GadgetKind.MAXMARGIN at the boundary
+            try:
+                object.__setattr__(self, "kind", GadgetKind(self.kind))
+            except ValueError:
+                raise SubgameError(f"kind must be one of {[k.value for k in GadgetKind]}, "
+                                   f"got {self.kind!r}") from None
         if not isinstance(self.kind, GadgetKind):
             raise SubgameError(f"kind must be a GadgetKind, got {self.kind!r}")
         if not isinstance(self.alternate_values, AlternateValues):
@@ -636,22 +643,37 @@ def _check_extra(tree: GameTree, extra: sp.spmatrix | None) -> sp.csr_matrix | N
     return B
 
 
+def infoset_id(tree: GameTree, infoset: int | str) -> int:
+    """The id of a player-0 decision infoset given by id or by name (`tree.infoset_names`)."""
+    if isinstance(infoset, str):
+        g = tree.infoset_index().get(infoset)
+        if g is None:
+            raise SubgameError(f"{tree.name!r} has no infoset named {infoset!r}")
+        infoset = g
+    if isinstance(infoset, bool) or not isinstance(infoset, int | np.integer):
+        raise SubgameError(f"an infoset is an int id or a name, got {infoset!r}")
+    if not (0 <= infoset < tree.num_infosets) or int(tree.infoset_player[infoset]) != 0:
+        raise SubgameError(f"infoset {infoset!r} is not a player-0 decision infoset of "
+                           f"{tree.name!r} (player 1 solves on `resolve.swap_players(tree)`)")
+    return int(infoset)
+
+
 def make_subgame(
     tree: GameTree,
     blueprint: FloatArray,
-    infoset: int,
+    infoset: int | str,
     k_or_options: SubgameOptions | float = 1,
     B: sp.spmatrix | None = None,
 ) -> Subgame:
     """Build the gadget of player 0 at her decision infoset `infoset` (Algorithm 12).
 
-    `blueprint` is a full profile over `tree`'s slots (player 1's part is used for blueprint
-    alternate values, the Resolve prior and unsafe solving); `k_or_options` is k or a
-    `SubgameOptions`; `B` the extra payoffs of `tree` when it is itself a gadget.
+    `infoset` is an id or a name of `tree.infoset_names`; `blueprint` is a full profile over
+    `tree`'s slots (player 1's part is used for blueprint alternate values, the Resolve prior
+    and unsafe solving); `k_or_options` is k or a `SubgameOptions`; `B` the extra payoffs of
+    `tree` when it is itself a gadget.
     """
     opts = _options(k_or_options)
-    if not (0 <= infoset < tree.num_infosets) or int(tree.infoset_player[infoset]) != 0:
-        raise SubgameError(f"infoset {infoset!r} is not a player-0 decision infoset")
+    infoset = infoset_id(tree, infoset)
     s = np.ascontiguousarray(check_strategy(tree, blueprint))
     Bin = _check_extra(tree, B)
     x = realization_plan(tree, s, 0)
