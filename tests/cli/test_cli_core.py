@@ -203,3 +203,10 @@ def test_bench_help_lists_and_does_not_run(capsys: pytest.CaptureFixture[str]) -
     assert "cfr_plus_leduc_ratio=" not in out  # the help, not the benchmark
     status, _, err = _run(["bench", "subgame", "--quick"], capsys)
     assert status == 2 and "unrecognized arguments: --quick" in err
+
+
+def test_bench_without_a_checkout_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("CALIGO_BENCH_DIR", str(tmp_path / "nowhere"))
+    status, _, err = _run(["bench", "core"], capsys)
+    assert status == 2 and "source checkout" in err
