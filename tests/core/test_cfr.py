@@ -3,7 +3,7 @@
 Sources of expected values:
 - `pyspiel.CFRSolver` / `pyspiel.CFRPlusSolver` (open-spiel's C++), run here on the same game:
   average policies per infoset and their `pyspiel.exploitability` (NashConv / 2).
-- The golden exploitabilities of /work/shared/reference/values.md (section "OpenSpiel").
+- The golden exploitabilities of ../shared/reference/values.md (section "OpenSpiel").
 - `open_spiel.python.algorithms.discounted_cfr.DCFRSolver` (alpha 1.5, beta 0, gamma 2) and the
   simultaneous-update `open_spiel.python.algorithms.cfr._CFRSolver`.
 - Convergence: iteration counts measured with this code, exploitability as OpenSpiel defines it
