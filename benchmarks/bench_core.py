@@ -1,4 +1,4 @@
-"""`caligo bench core`: the core against OpenSpiel's C++ in one run, with ratios.
+"""The core against OpenSpiel's C++ in one run: CFR+, exploitability, LP, tree build.
 
 Measures CFR+ iterations per second on Leduc (ours over `pyspiel.CFRPlusSolver`, via
 `_core_cfr.py`), the time of one exploitability evaluation of a Leduc strategy (ours over
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gc
 import importlib.util
-import os
 import sys
 import time
 import tracemalloc
@@ -20,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pyspiel
 
+from caligo.cli.cmd_bench import bench_parser, short_run
 from caligo.core.best_response import openspiel_exploitability
 from caligo.core.games import game_definition
 from caligo.core.lp import solve_lp
@@ -49,7 +49,9 @@ def _cfr_measure(short: bool) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    short = "--short" in (argv or []) or os.environ.get("CALIGO_SHORT") == "1"
+    """Measure, print the ratios, end with the `core ...` line."""
+    args = bench_parser("core", __doc__).parse_args(argv)
+    short = short_run(args)
     results = _cfr_measure(short)
 
     game = game_definition("leduc_poker")

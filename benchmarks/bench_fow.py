@@ -1,4 +1,4 @@
-"""`caligo bench fow`: FoW chess speed and memory, ours against references in the same run.
+"""FoW chess speed and memory (perft, belief set), ours against references in the same run.
 
 Perft parts live in `_fow_perft.py`, belief parts in `_fow_belief.py`; each exposes
 `measure(short: bool) -> dict[str, float]`. This script runs both and prints the machine-readable
@@ -8,9 +8,10 @@ last line the issue fixes.
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 from pathlib import Path
+
+from caligo.cli.cmd_bench import bench_parser, short_run
 
 HERE = Path(__file__).resolve().parent
 
@@ -24,7 +25,9 @@ def _load(name: str):  # type: ignore[no-untyped-def]
 
 
 def main(argv: list[str] | None = None) -> int:
-    short = "--short" in (argv or []) or os.environ.get("CALIGO_SHORT") == "1"
+    """Measure, print the ratios, end with the `fow ...` line."""
+    args = bench_parser("fow", __doc__).parse_args(argv)
+    short = short_run(args)
     results: dict[str, float] = {}
     results.update(_load("_fow_perft").measure(short))
     results.update(_load("_fow_belief").measure(short))

@@ -1,12 +1,13 @@
-"""Benchmark: wall time of the full Table 1 run and of one 1-KLSS gadget build + LP solve on
-Liar's Dice. Last line: `subgame table1_s=T gadget_liars_dice_ms=G`.
+"""Subgame solving: wall time of the whole Table 1 run and of one 1-KLSS gadget on Liar's Dice.
 
-`--quick` runs only the small Table 1 rows (table1_s then covers those).
+Last line: `subgame table1_s=T gadget_liars_dice_ms=G`. The gadget figure is one root-level
+maxmargin 1-KLSS build plus LP solve on Liar's Dice (5-sided), best of 3. `--short` runs only
+the small Table 1 rows (table1_s then covers those) and one gadget repetition.
 """
 
 from __future__ import annotations
 
-import argparse
+import sys
 import time
 from collections.abc import Sequence
 
@@ -30,15 +31,15 @@ def _gadget_ms(repeats: int = 3) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark and print per-row times."""
+    from caligo.cli.cmd_bench import bench_parser, short_run
     from caligo.experiments import table1 as t1
 
-    p = argparse.ArgumentParser(prog="caligo bench subgame")
-    p.add_argument("--quick", action="store_true")
-    args = p.parse_args(list(argv or []))
+    args = bench_parser("subgame", __doc__).parse_args(argv)
+    short = short_run(args)
     config = t1.Table1Config()
-    if args.quick:
+    if short:
         config = t1.quick_config(config)
-    gadget_ms = _gadget_ms()
+    gadget_ms = _gadget_ms(1 if short else 3)
     t0 = time.perf_counter()
     result = t1.run_table1(config)
     total = time.perf_counter() - t0
@@ -46,3 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{r.key:22s} solves={r.solves:5d} {r.seconds:8.1f} s")
     print(f"subgame table1_s={total:.1f} gadget_liars_dice_ms={gadget_ms:.1f}")
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -15,6 +15,9 @@ when ⊖ best-responds).
 Definitions kept apart (DESIGN.md): `player_exploitability(tree, s, player)` is v* minus the best
 response value of that player's strategy (seed 000); `nash_conv` is the sum of both players'
 best-response gains; `openspiel_exploitability` is NashConv / 2, as `pyspiel.exploitability`.
+
+Every public function validates its strategy with `caligo.core.strategy.check_strategy` (shape,
+finite, nonnegative, summing to 1 at every infoset) and raises `StrategyError` otherwise.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from caligo.core.strategy import realization_plan
+from caligo.core.game import ArgumentError
+from caligo.core.strategy import check_strategy, realization_plan
 from caligo.core.tree import FloatArray, GameTree, IntArray
 
 
@@ -48,6 +52,9 @@ class BestResponse:
     infoset_values: FloatArray
     infoset_reach: FloatArray
     strategy: FloatArray
+
+    def __repr__(self) -> str:
+        return f"<BestResponse of player {self.responder}: value {self.value:.9g}>"
 
     def counterfactual_infoset_values(self) -> FloatArray:
         """u*(x|I) = V(I) / reach(I); NaN where the reach is 0 or I is not the responder's."""
@@ -128,9 +135,9 @@ def best_response(
     added to the game's payoff, as the gadgets of `caligo.subgame` use (seed 000 appendix C).
     """
     if responder not in (0, 1):
-        raise ValueError(f"responder must be 0 or 1, got {responder!r}")
+        raise ArgumentError(f"responder must be 0 or 1, got {responder!r}")
     fixed = 1 - responder
-    s = np.ascontiguousarray(strategy, dtype=np.float64)
+    s = np.ascontiguousarray(check_strategy(tree, strategy))
     x = realization_plan(tree, s, fixed)
     z = tree.terminals()
     sign = 1.0 if responder == 0 else -1.0  # responder's own utility
@@ -186,6 +193,7 @@ def best_response_value(tree: GameTree, strategy: FloatArray, responder: int) ->
 
 def expected_value(tree: GameTree, strategy: FloatArray) -> float:
     """u(x, y): player 0's expected utility of the profile."""
+    strategy = check_strategy(tree, strategy)
     x = realization_plan(tree, strategy, 0)
     y = realization_plan(tree, strategy, 1)
     z = tree.terminals()
@@ -214,5 +222,5 @@ def player_exploitability(tree: GameTree, strategy: FloatArray, player: int = 0)
         return v - best_response_value(tree, strategy, 1)
     if player == 1:
         return best_response_value(tree, strategy, 0) - v
-    raise ValueError(f"player must be 0 or 1, got {player!r}")
+    raise ArgumentError(f"player must be 0 or 1, got {player!r}")
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
-from caligo.core.game import CHANCE, TERMINAL
+from caligo.core.game import CHANCE, TERMINAL, GameError
 
 HEADS, TAILS = 0, 1
 ROCK, PAPER, SCISSORS = 0, 1, 2
@@ -91,8 +91,8 @@ class TableGame:
 
 def matching_pennies_n(n: int = 100) -> TableGame:
     """N-matching pennies of seed 000 section 4 (Table 2 uses N = 100)."""
-    if n < 1:
-        raise ValueError(f"matching_pennies_n needs n >= 1, got {n!r}")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise GameError(f"matching_pennies_n needs an integer n >= 1, got n={n!r}")
 
     def player_fn(h: tuple[int, ...]) -> int:
         return (CHANCE, 0, 1, TERMINAL)[len(h)]

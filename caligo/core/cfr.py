@@ -39,9 +39,12 @@ import dataclasses
 import enum
 import logging
 import math
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -50,11 +53,12 @@ from caligo.core import _cfr_kernels as K
 from caligo.core.game import TERMINAL
 from caligo.core.strategy import check_strategy, normalize_per_infoset, uniform_strategy
 from caligo.core.tree import FloatArray, GameTree, IntArray
+from caligo.errors import CaligoError
 
 log = logging.getLogger(__name__)
 
 
-class CFRConfigError(ValueError):
+class CFRConfigError(CaligoError, ValueError):
     """A CFR configuration with an out-of-range parameter."""
 
 
@@ -143,6 +147,14 @@ class CFRConfig:
     def pcfr_plus(cls, average_power: float = 0.0) -> CFRConfig:
         """Predictive CFR+ (seed 001 section 3.2): PRM+, last regret as prediction, uniform avg."""
         return cls(RegretUpdate.PLUS, average_power=average_power, predictive=True)
+
+    @property
+    def name(self) -> str:
+        """The preset's name ("cfr", "cfr+", "dcfr", "pcfr+") if this equals one, else "custom"."""
+        for algorithm in Algorithm:
+            if self == CFRConfig.preset(algorithm):
+                return algorithm.value
+        return "custom"
 
     @classmethod
     def preset(cls, algorithm: Algorithm) -> CFRConfig:
@@ -247,8 +259,39 @@ def _with_extra(tree: GameTree, extra: sp.spmatrix | None) -> _CFRArrays:
     )
 
 
-class KernelError(RuntimeError):
+class KernelError(CaligoError, RuntimeError):
     """A CFR kernel returned a non-OK status (a bug, never bad input)."""
+
+
+CHUNK_SECONDS = 0.1
+"""Target wall time of one kernel call: `iterate` returns to Python this often, so Ctrl-C and
+progress callbacks are served within about that time however many iterations are asked for."""
+
+
+class _DeferredInterrupt:
+    """Hold SIGINT while a kernel chunk's results are booked, then raise KeyboardInterrupt.
+
+    Python runs its SIGINT handler at the first bytecode after the kernel returns, which would be
+    before the iteration counter is updated; deferring it keeps the solver's state consistent.
+    Only in the main thread and only over Python's default handler; otherwise a no-op.
+    """
+
+    def __init__(self) -> None:
+        self.hit = False
+        self._old: Any = None
+
+    def _handler(self, signum: int, frame: object) -> None:
+        self.hit = True
+
+    def __enter__(self) -> _DeferredInterrupt:
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            self._old = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
 
 
 class CFRSolver:
@@ -286,19 +329,52 @@ class CFRSolver:
         self._plans = np.zeros((2, self._a.max_sequences), dtype=np.float64)
         self._seq_value = np.zeros(self._a.max_sequences, dtype=np.float64)
         self._iterations = 0
+        self._chunk = 1
+
+    def __repr__(self) -> str:
+        return (f"<CFRSolver {self.config.name} on {self.tree.name!r}: "
+                f"{self._iterations} iterations>")
 
     @property
     def iterations(self) -> int:
         """Iterations run so far."""
         return self._iterations
 
-    def iterate(self, n: int = 1) -> None:
-        """Run n more iterations (each updates both players)."""
+    def iterate(self, n: int = 1, progress: Callable[[int], None] | None = None) -> None:
+        """Run n more iterations (each updates both players).
+
+        The kernel runs in chunks of about `CHUNK_SECONDS`; after each, `progress(k)` is told
+        that k more iterations are done. Ctrl-C (KeyboardInterrupt) stops between chunks with
+        the solver consistent: `iterations` counts what ran, and the strategies are theirs.
+        Chunking does not change the arithmetic (bit-identical to one call).
+        """
         if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
-            raise ValueError(f"iteration count must be a nonnegative int, got {n!r}")
+            raise CFRConfigError(f"iteration count must be a nonnegative int, got {n!r}")
         if n == 0 or self.tree.num_infosets == 0:
             self._iterations += int(n)
+            if progress is not None and n:
+                progress(int(n))
             return
+        left = int(n)
+        with _DeferredInterrupt() as interrupt:
+            while left > 0:
+                k = min(left, self._chunk)
+                start = time.perf_counter()
+                self._run(k)
+                elapsed = time.perf_counter() - start
+                left -= k
+                # next chunk: aim at CHUNK_SECONDS, growing at most 4x (the first call may
+                # include numba's compile and says nothing about the kernel's speed)
+                if k == self._chunk:
+                    target = k * CHUNK_SECONDS / max(elapsed, 1e-6)
+                    self._chunk = max(1, min(4 * k, int(target)))
+                if progress is not None:
+                    progress(k)
+                if interrupt.hit:
+                    raise KeyboardInterrupt
+
+    def _run(self, n: int) -> None:
+        """One kernel call of n iterations; books them."""
         c, a = self.config, self._a
         status = K._run_kernel(
             int(n), self._iterations, c.traversal.value, c.alternating, c.regret.value,
@@ -331,22 +407,43 @@ class CFRSolver:
 
 @dataclass(frozen=True)
 class TracePoint:
-    """One measurement of a run: the average strategy's metric after `iteration` iterations."""
+    """One measurement of a run: the average strategy's metric after `iteration` iterations.
+
+    value: the metric (by default OpenSpiel's exploitability, NashConv / 2).
+    """
 
     iteration: int
-    exploitability: float
+    value: float
     seconds: float  # solver time so far, not counting the measurements
+
+    @property
+    def exploitability(self) -> float:
+        """The same as `value` (the name before the metric became configurable)."""
+        return self.value
 
 
 @dataclass(frozen=True, eq=False)
 class CFRResult:
-    """A finished run: both strategies, the iteration count, time and the recorded trace."""
+    """A run: both strategies, the iteration count, time and the recorded trace.
 
-    average: FloatArray
-    current: FloatArray
+    interrupted: the run was stopped by Ctrl-C (`solve_cfr(..., interruptible=True)`); the
+    strategies and `iterations` are those reached. metric: the name of the trace's metric.
+    """
+
+    average: FloatArray = field(repr=False)
+    current: FloatArray = field(repr=False)
     iterations: int
     seconds: float
-    trace: tuple[TracePoint, ...]
+    trace: tuple[TracePoint, ...] = field(repr=False)
+    config: CFRConfig | None = None
+    interrupted: bool = False
+    metric: str = "OpenSpiel exploitability (NashConv/2)"
+
+    def __repr__(self) -> str:
+        name = self.config.name if self.config is not None else "cfr"
+        last = f", {self.metric} {self.trace[-1].value:.3g}" if self.trace else ""
+        stop = ", interrupted" if self.interrupted else ""
+        return (f"<CFRResult {name} T={self.iterations} in {self.seconds:.2f} s{last}{stop}>")
 
 
 Metric = Callable[[GameTree, FloatArray], float]
@@ -369,35 +466,52 @@ def solve_cfr(
     initial: FloatArray | None = None,
     record_at: Iterable[int] = (),
     metric: Metric | None = None,
+    metric_name: str | None = None,
+    progress: Callable[[int], None] | None = None,
+    interruptible: bool = False,
 ) -> CFRResult:
     """Run a CFR-family solver for `iterations` iterations, measuring at `record_at`.
 
     At each iteration count in `record_at` (see `log_checkpoints`), `metric(tree, average)` is
     recorded; the default metric is OpenSpiel's exploitability, NashConv / 2
-    (`caligo.core.best_response.openspiel_exploitability`).
+    (`caligo.core.best_response.openspiel_exploitability`), and `metric_name` labels it.
+    progress(k): told after every kernel chunk that k more iterations ran. interruptible: on
+    Ctrl-C return what was reached (`CFRResult.interrupted`) instead of raising.
     """
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 0:
-        raise ValueError(f"iterations must be a nonnegative int, got {iterations!r}")
+        raise CFRConfigError(f"iterations must be a nonnegative int, got {iterations!r}")
     points = sorted({int(p) for p in record_at if 0 <= int(p) <= iterations})
-    if points and metric is None:
+    if metric is None:
         from caligo.core.best_response import openspiel_exploitability
 
         metric = openspiel_exploitability
+        metric_name = metric_name or "OpenSpiel exploitability (NashConv/2)"
     solver = CFRSolver(tree, config, initial)
     trace: list[TracePoint] = []
     elapsed = 0.0
-    for p in [*points, iterations]:
-        start = time.perf_counter()
-        solver.iterate(p - solver.iterations)
-        elapsed += time.perf_counter() - start
-        if metric is not None and p in points and (not trace or trace[-1].iteration != p):
-            value = float(metric(tree, solver.average_strategy()))
-            trace.append(TracePoint(p, value, elapsed))
-            log.debug("cfr %s: t=%d exploitability=%.6g", tree.name, p, value)
+    interrupted = False
+    try:
+        for p in [*points, iterations]:
+            start = time.perf_counter()
+            try:
+                solver.iterate(p - solver.iterations, progress)
+            finally:
+                elapsed += time.perf_counter() - start
+            if p in points and (not trace or trace[-1].iteration != p):
+                value = float(metric(tree, solver.average_strategy()))
+                trace.append(TracePoint(p, value, elapsed))
+                log.debug("cfr %s: t=%d metric=%.6g", tree.name, p, value)
+    except KeyboardInterrupt:
+        if not interruptible:
+            raise
+        interrupted = True
     return CFRResult(
         average=solver.average_strategy(),
         current=solver.current_strategy(),
         iterations=solver.iterations,
         seconds=elapsed,
         trace=tuple(trace),
+        config=solver.config,
+        interrupted=interrupted,
+        metric=str(metric_name or getattr(metric, "__name__", "metric")),
     )

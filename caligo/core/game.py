@@ -15,12 +15,19 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Protocol
 
+from caligo.errors import CaligoError
+
 CHANCE = 2
 TERMINAL = 3
 
 
-class GameError(ValueError):
+class GameError(CaligoError, ValueError):
     """Base class for errors about a game (its spec, its shape or its size)."""
+
+
+class ArgumentError(CaligoError, ValueError):
+    """An argument outside its range: a player other than 0 or 1, a negative count, an epsilon
+    outside [0, 1]. The message names the argument and quotes the value."""
 
 
 class UnknownGameError(GameError):

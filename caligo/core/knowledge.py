@@ -42,11 +42,16 @@ import numpy as np
 import numpy.typing as npt
 
 from caligo.core.tree import GameTree
+from caligo.errors import CaligoError
 
 IntArray = npt.NDArray[np.int32]
 BoolArray = npt.NDArray[np.bool_]
 
 UNREACHED = -1
+
+
+class KnowledgeError(CaligoError, ValueError):
+    """Bad input to the knowledge-set functions: a mask, node ids, an infoset or an order k."""
 
 
 class Convention(enum.Enum):
@@ -247,7 +252,7 @@ def knowledge_graph(
     cached on the tree.
     """
     if not isinstance(convention, Convention):
-        raise TypeError(f"convention must be a Convention, got {convention!r}")
+        raise KnowledgeError(f"convention must be a Convention, got {convention!r}")
     n = tree.num_nodes
     cache_key = f"knowledge_graph_{convention.value}"
     if mask is None:
@@ -297,7 +302,7 @@ def _as_mask(mask: npt.ArrayLike, n: int) -> BoolArray:
     arr = np.asarray(mask)
     if arr.dtype == np.bool_:
         if arr.shape != (n,):
-            raise ValueError(f"node mask has shape {arr.shape}, expected ({n},)")
+            raise KnowledgeError(f"node mask has shape {arr.shape}, expected ({n},)")
         return arr.astype(np.bool_, copy=True)
     keep = np.zeros(n, dtype=np.bool_)
     keep[_as_nodes(arr, n)] = True
@@ -307,7 +312,7 @@ def _as_mask(mask: npt.ArrayLike, n: int) -> BoolArray:
 def _as_nodes(nodes: npt.ArrayLike, n: int) -> IntArray:
     arr = np.unique(np.asarray(nodes))
     if arr.size and (arr.dtype.kind not in "iu" or arr.min() < 0 or arr.max() >= n):
-        raise ValueError(f"node ids must be integers in [0, {n}), got {arr!r}")
+        raise KnowledgeError(f"node ids must be integers in [0, {n}), got {arr!r}")
     return arr.astype(np.int32)
 
 
@@ -315,7 +320,7 @@ def _graph(tree: GameTree, graph: KnowledgeGraph | None) -> KnowledgeGraph:
     if graph is None:
         return knowledge_graph(tree)
     if graph.num_nodes != tree.num_nodes:
-        raise ValueError(
+        raise KnowledgeError(
             f"knowledge graph has {graph.num_nodes} nodes but the tree has {tree.num_nodes}"
         )
     return graph
@@ -328,7 +333,7 @@ def _graph(tree: GameTree, graph: KnowledgeGraph | None) -> KnowledgeGraph:
 def infoset_nodes(tree: GameTree, infoset: int) -> IntArray:
     """The nodes of decision infoset `infoset` (ascending)."""
     if not 0 <= infoset < tree.num_infosets:
-        raise ValueError(f"infoset {infoset!r} out of range [0, {tree.num_infosets})")
+        raise KnowledgeError(f"infoset {infoset!r} out of range [0, {tree.num_infosets})")
     return np.flatnonzero(tree.infoset == infoset).astype(np.int32)
 
 
@@ -345,7 +350,7 @@ def distances(
     g = _graph(tree, graph)
     src = _as_nodes(sources, tree.num_nodes)
     if src.size and not g.mask[src].all():
-        raise ValueError(f"source nodes {src[~g.mask[src]]!r} are outside the graph's mask")
+        raise KnowledgeError(f"source nodes {src[~g.mask[src]]!r} are outside the graph's mask")
     dist = np.full(tree.num_nodes, UNREACHED, dtype=np.int32)
     queue = np.zeros(tree.num_nodes, dtype=np.int32)
     seen = np.zeros(g.num_edges, dtype=np.bool_)
@@ -370,7 +375,7 @@ def order_k_set(
     elif isinstance(k, (int, np.integer)) and k >= 1:
         max_dist = int(k) - 1
     else:
-        raise ValueError(f"k must be a positive integer, None or math.inf, got {k!r}")
+        raise KnowledgeError(f"k must be a positive integer, None or math.inf, got {k!r}")
     dist = distances(tree, nodes, graph, max_dist)
     return np.flatnonzero(dist >= 0).astype(np.int32)
 
@@ -396,11 +401,11 @@ def set_sizes(
     """
     g = _graph(tree, graph)
     if kmax < 0:
-        raise ValueError(f"kmax must be non-negative, got {kmax!r}")
+        raise KnowledgeError(f"kmax must be non-negative, got {kmax!r}")
     parts = [_as_nodes(s, tree.num_nodes) for s in sets]
     for part in parts:
         if part.size and not g.mask[part].all():
-            raise ValueError(f"source nodes {part[~g.mask[part]]!r} are outside the mask")
+            raise KnowledgeError(f"source nodes {part[~g.mask[part]]!r} are outside the mask")
     set_ptr = np.zeros(len(parts) + 1, dtype=np.int32)
     np.cumsum([p.size for p in parts], out=set_ptr[1:])
     set_nodes = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)

@@ -13,7 +13,7 @@ import random
 from collections.abc import Hashable, Sequence
 
 from caligo.core.builtin_games import TableGame
-from caligo.core.game import CHANCE, TERMINAL
+from caligo.core.game import CHANCE, TERMINAL, GameError
 
 
 def random_game(
@@ -25,6 +25,15 @@ def random_game(
     chance_prob: float = 0.2,
 ) -> TableGame:
     """A random two-player zero-sum game with chance, at most `max_depth` moves deep."""
+    for name, value, low in (("seed", seed, None), ("max_depth", max_depth, 1),
+                             ("max_actions", max_actions, 1), ("alphabet", alphabet, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or (
+                low is not None and value < low):
+            bound = "" if low is None else f" >= {low}"
+            raise GameError(f"random_game needs an integer {name}{bound}, got {name}={value!r}")
+    for name, prob in (("terminal_prob", terminal_prob), ("chance_prob", chance_prob)):
+        if isinstance(prob, bool) or not isinstance(prob, int | float) or not 0 <= prob <= 1:
+            raise GameError(f"random_game needs {name} in [0, 1], got {name}={prob!r}")
 
     def rng(*key: Hashable) -> random.Random:
         return random.Random(hash((seed, *key)))

@@ -18,9 +18,10 @@ import numpy as np
 from numba import njit
 
 from caligo.core.tree import FloatArray, GameTree
+from caligo.errors import CaligoError
 
 
-class StrategyError(ValueError):
+class StrategyError(CaligoError, ValueError):
     """A strategy or policy that does not fit the tree."""
 
 
@@ -30,18 +31,35 @@ def uniform_strategy(tree: GameTree) -> FloatArray:
 
 
 def check_strategy(tree: GameTree, strategy: FloatArray, atol: float = 1e-9) -> FloatArray:
-    """Validate shape, sign and per-infoset sums; return the strategy as float64."""
-    s = np.asarray(strategy, dtype=np.float64)
+    """Validate a strategy for `tree` (the public boundary of every solver and metric).
+
+    Checks: a float vector with one entry per action slot of `tree` (a strategy of another game
+    has another length), finite, no entry below -atol, summing to 1 within 1e-6 at every
+    infoset. Returns it as float64; raises `StrategyError` naming the first problem.
+    """
+    try:
+        s = np.asarray(strategy, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise StrategyError(f"a strategy must be a float vector, got {type(strategy).__name__}"
+                            f" ({exc})") from exc
     if s.shape != (tree.num_slots,):
-        raise StrategyError(f"strategy has shape {s.shape}, the tree has {tree.num_slots} slots")
-    if np.any(s < -atol) or not np.all(np.isfinite(s)):
-        raise StrategyError("strategy has negative or non-finite probabilities")
+        raise StrategyError(
+            f"strategy has shape {s.shape}, but {tree.name!r} has {tree.num_slots} action slots "
+            "(a strategy of another game?)")
+    bad = np.flatnonzero(~np.isfinite(s) | (s < -atol))
+    if bad.size:
+        slot = int(bad[0])
+        g = int(tree.slot_infoset()[slot])
+        raise StrategyError(
+            f"strategy has probability {s[slot]!r} at infoset {tree.infoset_names[g]!r} of "
+            f"{tree.name!r} ({bad.size} slots are negative or not finite)")
     sums = np.add.reduceat(s, tree.infoset_offset) if tree.num_infosets else np.zeros(0)
     bad = np.flatnonzero(np.abs(sums - 1.0) > 1e-6)
     if bad.size:
         g = int(bad[0])
         raise StrategyError(
-            f"strategy at infoset {tree.infoset_names[g]!r} sums to {sums[g]:.9g}, not 1"
+            f"strategy at infoset {tree.infoset_names[g]!r} of {tree.name!r} sums to "
+            f"{sums[g]:.9g}, not 1 ({bad.size} infosets do not sum to 1)"
         )
     return s
 
@@ -156,12 +174,28 @@ def from_dict_policy(
     return s
 
 
-def to_tabular_policy(tree: GameTree, strategy: FloatArray, pyspiel_game: Any) -> Any:
-    """An OpenSpiel python `TabularPolicy` holding the strategy."""
+def _pyspiel_game(tree: GameTree, game: Any) -> Any:
+    """The (turn-based) pyspiel game of `tree`: from `game` (a pyspiel.Game or a game string)
+    or, when None, from the tree's own name."""
+    from caligo.core.openspiel_game import OpenSpielGame
+
+    if game is None or isinstance(game, str):
+        return OpenSpielGame(tree.name if game is None else game).pyspiel_game
+    if hasattr(game, "get_type"):
+        return OpenSpielGame.from_pyspiel(game).pyspiel_game
+    raise StrategyError(f"expected a pyspiel.Game or a game string, got {game!r}")
+
+
+def to_tabular_policy(tree: GameTree, strategy: FloatArray, pyspiel_game: Any = None) -> Any:
+    """An OpenSpiel python `TabularPolicy` holding the strategy.
+
+    pyspiel_game: the OpenSpiel game (a `pyspiel.Game` or a game string); by default the one
+    named by `tree.name`. Simultaneous-move games are made turn-based, as the tree is.
+    """
     from open_spiel.python import policy as os_policy
 
-    tab = os_policy.TabularPolicy(pyspiel_game)
-    s = np.asarray(strategy, dtype=np.float64)
+    s = check_strategy(tree, strategy)
+    tab = os_policy.TabularPolicy(_pyspiel_game(tree, pyspiel_game))
     for g, name in enumerate(tree.infoset_names):
         row = tab.state_lookup.get(name)
         if row is None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from caligo.core.builtin_games import TableGame, matching_pennies_n
+from caligo.core.game import ArgumentError
 from caligo.core.games import load_game
 from caligo.core.knowledge import Convention, _sizes, knowledge_graph
 from caligo.core.tree import GameTree, build_tree
@@ -166,44 +167,62 @@ def table2_rows(specs: Sequence[str] | None = None) -> list[Table2Row]:
         known = {p.spec: p for p in PAPER_TABLE2}
         unknown = [s for s in specs if s not in known]
         if unknown:
-            raise ValueError(f"not a Table 2 game: {unknown!r}; known: {sorted(known)!r}")
+            raise ArgumentError(f"not a Table 2 game: {unknown!r}; known: {sorted(known)!r}")
         papers = tuple(known[s] for s in specs)
     return [table2_row(p) for p in papers]
 
 
-def _cell(ours: float | int | None, paper: float | int | None) -> str:
-    def fmt(v: float | int | None) -> str:
-        if v is None:
-            return ""
-        return str(v) if isinstance(v, int) else f"{v:.2f}"
+def _fmt(v: float | int | None) -> str:
+    if v is None:
+        return ""
+    return str(v) if isinstance(v, int) else f"{v:.2f}"
 
+
+def _cell(ours: float | int | None, paper: float | int | None) -> str:
+    """`ours (paper)`."""
     if ours is None and paper is None:
         return ""
-    return f"{fmt(ours)} ({fmt(paper)})"
+    return f"{_fmt(ours)} ({_fmt(paper)})"
 
 
-def format_table2(rows: Sequence[Table2Row]) -> str:
-    """A markdown table: each cell is `ours (paper)`."""
+NOTE = ("Cells: ours (paper). Average |I^k| over decision nodes h, I = nodes sharing an infoset "
+        "with h, hyperedges = infosets of players still to act (docs/knowledge.md).")
+
+
+def format_table2(rows: Sequence[Table2Row], markdown: bool = True) -> str:
+    """Table 2: Markdown with each cell `ours (paper)`, or with `markdown=False` aligned text
+    for a terminal, a line of ours and a line of the paper's per game, `*` marking our cells
+    whose printed digits differ from the paper's."""
     head = ["game", "nodes", "infosets", "diam", "k=1", "k=2", "k=3", "k=4", "k=inf"]
-    lines = [
-        "| " + " | ".join(head) + " |",
-        "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|",
-    ]
-    for r in rows:
-        cells = [
-            r.label,
-            _cell(r.nodes, r.paper.nodes),
-            _cell(r.infosets, r.paper.infosets),
-            _cell(r.diameter, r.paper.diameter),
+    if markdown:
+        lines = [
+            "| " + " | ".join(head) + " |",
+            "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|",
         ]
-        cells += [_cell(o, p) for o, p in zip(r.avg, r.paper.avg, strict=True)]
-        lines.append("| " + " | ".join(cells) + " |")
-    lines.append("")
-    lines.append(
-        "Cells: ours (paper). Average |I^k| over decision nodes h, I = nodes sharing an "
-        "infoset with h, hyperedges = infosets of players still to act (docs/knowledge.md)."
-    )
-    return "\n".join(lines)
+        for r in rows:
+            pairs = [(r.nodes, r.paper.nodes), (r.infosets, r.paper.infosets),
+                     (r.diameter, r.paper.diameter), *zip(r.avg, r.paper.avg, strict=True)]
+            lines.append("| " + " | ".join([r.label] + [_cell(o, p) for o, p in pairs]) + " |")
+        return "\n".join([*lines, "", NOTE])
+    body = []
+    for r in rows:
+        ours = [r.nodes, r.infosets, r.diameter, *r.avg]
+        paper = [r.paper.nodes, r.paper.infosets, r.paper.diameter, *r.paper.avg]
+        body.append([r.label] + [_fmt(o) + ("*" if _fmt(o) != _fmt(p) else " ")
+                                 for o, p in zip(ours, paper, strict=True)])
+        body.append(["  paper"] + [_fmt(p) + " " for p in paper])
+    widths = [max(len(row[c]) for row in [head, *body]) for c in range(len(head))]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(cell.ljust(w) if c == 0 else cell.rjust(w)
+                         for c, (cell, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+
+    head = [head[0]] + [h + " " for h in head[1:]]
+    out = [line(head), *(line(b) for b in body), "",
+           "Ours, and the paper's print below. Average |I^k| over decision nodes h, I = nodes "
+           "sharing an\ninfoset with h, hyperedges = infosets of players still to act; * = our "
+           "digits differ\nfrom the paper's (docs/knowledge.md explains the differences)."]
+    return "\n".join(out)
 
 
 def matching_pennies_first_mover_pairs(n: int = 100) -> TableGame:

@@ -18,7 +18,7 @@ Layout (DESIGN.md, "The game model"; STYLE.md item 7):
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,6 +30,7 @@ IntArray = npt.NDArray[np.int32]
 FloatArray = npt.NDArray[np.float64]
 
 DEFAULT_MAX_NODES = 3_000_000
+PROGRESS_EVERY = 50_000  # nodes between two calls of build_tree's progress callback
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,6 +65,10 @@ class GameTree:
     seq_infoset: tuple[IntArray, IntArray]  # infoset owning each sequence (-1 for the empty one)
     num_kinfo: tuple[int, int]
     _cache: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        return (f"<GameTree {self.name!r}: {self.num_nodes} nodes, {self.num_infosets} "
+                f"infosets, {self.num_slots} action slots>")
 
     @property
     def num_nodes(self) -> int:
@@ -136,11 +141,17 @@ class GameTree:
         }
 
 
-def build_tree(game: Game, max_nodes: int = DEFAULT_MAX_NODES) -> GameTree:
+def build_tree(
+    game: Game,
+    max_nodes: int = DEFAULT_MAX_NODES,
+    progress: Callable[[int], None] | None = None,
+) -> GameTree:
     """Expand the whole game breadth-first into a `GameTree`.
 
     Raises `GameTooLargeError` past `max_nodes` nodes and `UnsupportedGameError` when the game
-    breaks perfect recall or gives an infoset two different action sets.
+    breaks perfect recall, gives an infoset two different action sets, or has a non-terminal
+    node without moves. `progress(n)` is told every `PROGRESS_EVERY` nodes that n more nodes
+    were expanded.
     """
     root = game.new_initial_state()
     states: deque[State] = deque([root])
@@ -189,8 +200,14 @@ def build_tree(game: Game, max_nodes: int = DEFAULT_MAX_NODES) -> GameTree:
             children: list[tuple[int, float]] = []
         elif cur == CHANCE:
             children = [(int(a), float(pr)) for a, pr in s.chance_outcomes()]
+            if not children:
+                raise UnsupportedGameError(f"game {game.name!r}: a chance node has no outcomes")
         elif cur in (0, 1):
             acts = tuple(int(a) for a in s.legal_actions())
+            if not acts:
+                raise UnsupportedGameError(
+                    f"game {game.name!r}: player {cur} has no legal action at a non-terminal "
+                    "node (check the game's parameters)")
             children = [(a, 1.0) for a in acts]
             g = decision_of_kinfo[cur].get(k[cur], -1)
             if g < 0:
@@ -233,8 +250,12 @@ def build_tree(game: Game, max_nodes: int = DEFAULT_MAX_NODES) -> GameTree:
             chance_prob.append(pr)
             seq.append((child_seq[0], child_seq[1]))
         h += 1
+        if progress is not None and h % PROGRESS_EVERY == 0:
+            progress(PROGRESS_EVERY)
 
     n = len(player)
+    if progress is not None and h % PROGRESS_EVERY:
+        progress(h % PROGRESS_EVERY)
     parent_a = np.asarray(parent, dtype=np.int32)
     cprob = np.asarray(chance_prob, dtype=np.float64)
     creach = np.ones(n, dtype=np.float64)

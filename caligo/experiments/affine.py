@@ -128,9 +128,9 @@ def run_affine(games: Sequence[str] = AFFINE_GAMES, blueprints: int = 3, opponen
                progress: Progress = no_progress) -> tuple[AffineRow, ...]:
     """Check Theorem 9 on each game."""
     rows = []
-    for i, g in enumerate(games):
+    for g in games:
         rows.append(check_game(g, blueprints, opponents))
-        progress(i + 1)
+        progress(1)
     return tuple(rows)
 
 
@@ -140,8 +140,9 @@ def affine_table(rows: Sequence[AffineRow]) -> Table:
             Column("blueprints", "NE blueprints"), Column("opponent_ne", "opponent NE"),
             Column("max_gap", "max |u(x',y*) - v*|", "{:.2e}"),
             Column("max_exploitability", "max exploitability of x'", "{:.2e}"))
-    notes = ("Seed 000 Theorem 9: x' = nested maxmargin 1-KLSS at every infoset from an exact "
-             "NE blueprint; y* ranges over NE vertices of the opponent found by LP.",)
+    notes = ("Zhang & Sandholm 2021, Theorem 9: x' = nested maxmargin 1-KLSS at every infoset "
+             "from an exact NE blueprint; y* ranges over NE vertices of the opponent found by "
+             "LP; x' may be exploitable (an affine equilibrium), yet earns v* against each y*.",)
     return Table("affine", tuple(dict(r.__dict__) for r in rows), cols, notes)
 
 

@@ -26,6 +26,7 @@ from caligo.core.game import CHANCE, TERMINAL
 from caligo.core.tree import FloatArray, GameTree, build_tree
 from caligo.experiments.runner import (
     Column,
+    ExperimentError,
     Progress,
     Series,
     Table,
@@ -38,7 +39,7 @@ from caligo.experiments.runner import (
 def matching_pennies_copies(n: int) -> TableGame:
     """N copies of matching pennies; ⊕ is told which copy, ⊖ wins (+1 for her) on a match."""
     if n < 1:
-        raise ValueError(f"the counterexample needs N >= 1, got {n!r}")
+        raise ExperimentError(f"the counterexample needs N >= 1, got {n!r}")
 
     def player_fn(h: tuple[int, ...]) -> int:
         return (CHANCE, 0, 1, TERMINAL)[len(h)]
@@ -65,7 +66,7 @@ def counterexample_blueprint(tree: GameTree, n: int) -> FloatArray:
     """⊕ plays heads with probability 1/2 + 2/N everywhere (⊖'s slots uniform)."""
     p = 0.5 + 2.0 / n
     if p > 1.0:
-        raise ValueError(f"the blueprint needs N >= 4, got {n!r}")
+        raise ExperimentError(f"the blueprint needs N >= 4, got {n!r}")
     s = np.full(tree.num_slots, 0.5)
     for g in tree.infosets_of(0):
         off = int(tree.infoset_offset[g])
@@ -95,13 +96,13 @@ def run_counterexample(ns: Sequence[int] = (4, 8, 16, 32, 64, 128),
     from caligo.subgame.nested import NestedConfig, nested_solve
 
     rows = []
-    for i, n in enumerate(ns):
+    for n in ns:
         tree = counterexample_tree(n)
         bp = counterexample_blueprint(tree, n)
         res = nested_solve(tree, bp, NestedConfig())
         rows.append(CounterexampleRow(n, player_exploitability(tree, bp, 0),
                                       player_exploitability(tree, res.strategy, 0), 4.0 / n, 1.0))
-        progress(i + 1)
+        progress(1)
     return tuple(rows)
 
 
@@ -116,8 +117,9 @@ def counterexample_table(rows: Sequence[CounterexampleRow]) -> Table:
             Column("blueprint_expected", "4/N", "{:.6f}"),
             Column("after", "after nested 1-KLSS", "{:.6f}"),
             Column("ratio", "ratio after/blueprint", "{:.2f}"))
-    notes = ("Seed 000 Proposition 3: exploitability (utilities already in [-1, 1]) of the "
-             "blueprint heads = 1/2 + 2/N and of nested maxmargin 1-KLSS at every infoset.",)
+    notes = ("Zhang & Sandholm 2021, Proposition 3: player exploitability (utilities already "
+             "in [-1, 1]) of the blueprint, which plays heads with probability 1/2 + 2/N at "
+             "every copy (exploitability 4/N), and of nested maxmargin 1-KLSS at every infoset.",)
     return Table("counterexample", data, cols, notes)
 
 
@@ -130,9 +132,8 @@ def write_counterexample(rows: Sequence[CounterexampleRow], out_dir: Path | None
     ns = tuple(float(r.n) for r in rows)
     paths.append(plot_series(
         out / "counterexample.png",
-        [Series("blueprint (4/N)", ns, tuple(r.blueprint for r in rows)),
-         Series("nested 1-KLSS", ns, tuple(r.after for r in rows)),
-         Series("ratio after/blueprint", ns, tuple(r.ratio for r in rows))],
-        "N (copies of matching pennies)", "exploitability / ratio",
-        "Proposition 3: nested 1-KLSS blow-up", logx=True, logy=True))
+        [Series("blueprint (exploitability 4/N)", ns, tuple(r.blueprint for r in rows)),
+         Series("after nested 1-KLSS (exploitability 1)", ns, tuple(r.after for r in rows))],
+        "N (copies of matching pennies)", "player-0 exploitability",
+        "Zhang & Sandholm 2021, Proposition 3: nested 1-KLSS blows up", logx=True, logy=True))
     return paths

@@ -51,6 +51,7 @@ from caligo.core.knowledge import infoset_nodes, order_k_set
 from caligo.core.tree import FloatArray, GameTree, IntArray
 from caligo.experiments.runner import (
     Column,
+    ExperimentError,
     Progress,
     Series,
     Table,
@@ -77,7 +78,7 @@ METHOD_LABEL = {
 }
 
 
-class MarginsError(ValueError):
+class MarginsError(ExperimentError):
     """Bad configuration of the margins experiment."""
 
 
@@ -259,7 +260,8 @@ class MarginsResult:
                 t, gadget_iterations, method
             ):
                 return s
-        raise KeyError((t, gadget_iterations, method))
+        raise MarginsError(f"no cell T={t}, gadget iterations={gadget_iterations}, "
+                           f"{method.value} in this result")
 
     def table(self) -> Table:
         return margins_table(self)
@@ -382,8 +384,8 @@ def margins_table(result: MarginsResult) -> Table:
     cols += [Column(k.value, METHOD_LABEL[k]) for k in cfg.methods]
     how = ("exact LP" if cfg.solver is GadgetSolver.LP
            else "CFR+ (average strategy) on the gadget")
-    notes = (f"Seed 004 I.6 on Leduc's second-round common-knowledge subgames: mean subgame "
-             f"margin (chips, player 0 re-solves; positive = improvement) with "
+    notes = (f"Ha 2016, section I.6, on Leduc's second-round common-knowledge subgames: mean "
+             f"subgame margin (chips, player 0 re-solves; positive = improvement) with "
              f"{cfg.confidence:.0%} Student-t intervals over subgames; gadgets solved by {how}.",)
     return Table(_stem(cfg), tuple(rows), tuple(cols), notes)
 
@@ -421,8 +423,9 @@ def write_margins(result: MarginsResult, out_dir: Path | None = None,
                              tuple(s.half_width for s in cells)))
     its = "LP" if last == 0 else f"{last} CFR+ iterations"
     paths.append(plot_series(out / f"{_stem(cfg)}.png", series, "blueprint CFR+ iterations T",
-                             "mean subgame margin (chips)",
-                             f"Leduc river subgames, gadgets solved by {its}", logx=True))
+                             "mean subgame margin (chips, symlog)",
+                             f"Leduc second-round subgames, gadgets solved by {its}", logx=True,
+                             symlog=1e-4))
     if len(cfg.checkpoints) > 1:
         t0 = cfg.blueprint_iterations[0]
         cs = tuple(float(c) for c in cfg.checkpoints)
@@ -432,9 +435,9 @@ def write_margins(result: MarginsResult, out_dir: Path | None = None,
             series.append(Series(METHOD_LABEL[kind], cs, tuple(s.mean for s in cells),
                                  tuple(s.half_width for s in cells)))
         paths.append(plot_series(out / "margins_gadget_iterations.png", series,
-                                 "gadget CFR+ iterations", "mean subgame margin (chips)",
-                                 f"seed 004 Figure I.2 axis: blueprint CFR+ T={t0}",
-                                 logx=True))
+                                 "gadget CFR+ iterations", "mean subgame margin (chips, symlog)",
+                                 f"Margin against gadget iterations (blueprint: CFR+, T={t0})",
+                                 logx=True, symlog=1e-3))
     return paths
 
 

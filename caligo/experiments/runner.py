@@ -15,10 +15,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from caligo.errors import CaligoError
+
 DEFAULT_OUT = Path("out")
+
+
+class ExperimentError(CaligoError, ValueError):
+    """A bad experiment configuration (unknown row key, out-of-range parameter)."""
 
 Row = Mapping[str, Any]
 Progress = Callable[[int], None]
+"""A progress callback: called with the number of steps done since its last call (increments)."""
 
 
 def no_progress(_: int) -> None:
@@ -67,22 +74,23 @@ class Table:
         return "\n".join(out) + "\n"
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
+    """`value` with inf and nan as strings and numpy scalars as Python numbers (for JSON)."""
     if isinstance(value, float) and (math.isinf(value) or math.isnan(value)):
         return str(value)
     if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if hasattr(value, "item"):  # numpy scalars
-        return _jsonable(value.item())
+        return jsonable(value.item())
     return value
 
 
 def write_json(path: Path, payload: Any) -> Path:
     """Write `payload` as indented JSON (inf and nan as strings); return the path."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(_jsonable(payload), indent=2) + "\n")
+    path.write_text(json.dumps(jsonable(payload), indent=2) + "\n")
     return path
 
 
@@ -98,7 +106,7 @@ def write_csv(path: Path, rows: Sequence[Row]) -> Path:
         w = csv.DictWriter(fh, fieldnames=keys)
         w.writeheader()
         for r in rows:
-            w.writerow({k: _jsonable(r.get(k)) for k in keys})
+            w.writerow({k: jsonable(r.get(k)) for k in keys})
     return path
 
 
@@ -134,15 +142,20 @@ def plot_series(
     title: str = "",
     logx: bool = False,
     logy: bool = False,
+    symlog: float | None = None,
 ) -> Path:
-    """Save a line plot of the series as PNG (matplotlib, non-interactive backend)."""
+    """Save a line plot of the series as PNG (matplotlib, non-interactive backend).
+
+    symlog: a linear threshold for a symmetric-log y axis (values of both signs spanning
+    decades stay readable); the legend sits outside the axes so it never hides a point.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig, ax = plt.subplots(figsize=(8.4, 4.2))
     for s in series:
         if s.err is not None:
             ax.errorbar(s.x, s.y, yerr=s.err, label=s.label, marker="o", capsize=3)
@@ -152,12 +165,71 @@ def plot_series(
         ax.set_xscale("log")
     if logy:
         ax.set_yscale("log")
+    elif symlog is not None:
+        ax.set_yscale("symlog", linthresh=symlog)
+        ax.axhline(0.0, color="black", linewidth=0.6)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+@dataclass(frozen=True)
+class Bars:
+    """One bar per group: a label, the heights, and optional (below, above) error extents."""
+
+    label: str
+    values: tuple[float, ...]
+    err: tuple[tuple[float, ...], tuple[float, ...]] | None = None
+
+
+def plot_grouped_bars(
+    path: Path,
+    groups: Sequence[str],
+    bars: Sequence[Bars],
+    ylabel: str,
+    title: str = "",
+    symlog: float | None = None,
+) -> Path:
+    """Save a grouped bar chart as PNG: one group per label, one bar per `Bars` in each group.
+
+    symlog: a linear threshold for a symmetric-log y axis (small values stay visible next to
+    large ones, and 0 is drawable); None for a linear axis.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = max(1, len(bars))
+    width = 0.8 / n
+    fig, ax = plt.subplots(figsize=(max(6.4, 1.0 + 0.9 * len(groups)) + 2.4, 4.8))
+    x = np.arange(len(groups))
+    for i, b in enumerate(bars):
+        err = None if b.err is None else np.array([b.err[0], b.err[1]])
+        ax.bar(x + (i - (n - 1) / 2) * width, b.values, width, label=b.label, yerr=err,
+               capsize=2 if err is not None else 0)
+    ax.set_xticks(x)
+    ax.set_xticklabels(groups, rotation=30, ha="right", fontsize=8)
+    top = max((v for b in bars for v in b.values if np.isfinite(v)), default=1.0)
+    if symlog is not None:
+        ax.set_yscale("symlog", linthresh=symlog)
+        ax.set_ylim(0.0, top * 2.0)
+    else:
+        ax.set_ylim(0.0, top * 1.1)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -79,13 +79,15 @@ import scipy.sparse as sp
 from caligo.core.best_response import best_response
 from caligo.core.game import CHANCE, TERMINAL
 from caligo.core.knowledge import infoset_nodes, order_k_set
+from caligo.core.lp import REACH_TOL
 from caligo.core.strategy import check_strategy, realization_plan
 from caligo.core.tree import FloatArray, GameTree, IntArray, build_tree
+from caligo.errors import CaligoError
 
 EXIT, PLAY = 0, 1
 
 
-class SubgameError(ValueError):
+class SubgameError(CaligoError, ValueError):
     """Bad input to the gadget construction (infoset, strategy, extra payoffs or options)."""
 
 
@@ -115,6 +117,7 @@ class ResolvePrior(enum.Enum):
 class SubgameOptions:
     """How to build a gadget; validated at construction.
 
+    kind: a `GadgetKind` (its value, e.g. "maxmargin", is accepted and converted).
     k: odd positive int or math.inf (the order of the knowledge set; inf = common knowledge).
     reach: subtract gift estimates from the alternate values (Reach subgame solving).
     merge_transpositions: Algorithm 12 lines 10-14, only with k = 1.
@@ -130,6 +133,12 @@ class SubgameOptions:
     kluss: bool = False
 
     def __post_init__(self) -> None:
+        if isinstance(self.kind, str):  # "maxmargin" -> GadgetKind.MAXMARGIN at the boundary
+            try:
+                object.__setattr__(self, "kind", GadgetKind(self.kind))
+            except ValueError:
+                raise SubgameError(f"kind must be one of {[k.value for k in GadgetKind]}, "
+                                   f"got {self.kind!r}") from None
         if not isinstance(self.kind, GadgetKind):
             raise SubgameError(f"kind must be a GadgetKind, got {self.kind!r}")
         if not isinstance(self.alternate_values, AlternateValues):
@@ -195,6 +204,12 @@ class Subgame:
     margin_extra: sp.csr_matrix | None = None
     safe_klss: bool = False
     _cache: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        kind = "safe 1-KLSS" if self.safe_klss else self.options.kind.value
+        return (f"<Subgame {kind} k={self.options.order} at infoset {self.source_infoset}: "
+                f"{self.num_roots} root infosets, {self.tree.num_nodes} nodes, "
+                f"{self.extra.nnz} extra payoffs>")
 
     @property
     def num_roots(self) -> int:
@@ -628,22 +643,37 @@ def _check_extra(tree: GameTree, extra: sp.spmatrix | None) -> sp.csr_matrix | N
     return B
 
 
+def infoset_id(tree: GameTree, infoset: int | str) -> int:
+    """The id of a player-0 decision infoset given by id or by name (`tree.infoset_names`)."""
+    if isinstance(infoset, str):
+        g = tree.infoset_index().get(infoset)
+        if g is None:
+            raise SubgameError(f"{tree.name!r} has no infoset named {infoset!r}")
+        infoset = g
+    if isinstance(infoset, bool) or not isinstance(infoset, int | np.integer):
+        raise SubgameError(f"an infoset is an int id or a name, got {infoset!r}")
+    if not (0 <= infoset < tree.num_infosets) or int(tree.infoset_player[infoset]) != 0:
+        raise SubgameError(f"infoset {infoset!r} is not a player-0 decision infoset of "
+                           f"{tree.name!r} (player 1 solves on `resolve.swap_players(tree)`)")
+    return int(infoset)
+
+
 def make_subgame(
     tree: GameTree,
     blueprint: FloatArray,
-    infoset: int,
+    infoset: int | str,
     k_or_options: SubgameOptions | float = 1,
     B: sp.spmatrix | None = None,
 ) -> Subgame:
     """Build the gadget of player 0 at her decision infoset `infoset` (Algorithm 12).
 
-    `blueprint` is a full profile over `tree`'s slots (player 1's part is used for blueprint
-    alternate values, the Resolve prior and unsafe solving); `k_or_options` is k or a
-    `SubgameOptions`; `B` the extra payoffs of `tree` when it is itself a gadget.
+    `infoset` is an id or a name of `tree.infoset_names`; `blueprint` is a full profile over
+    `tree`'s slots (player 1's part is used for blueprint alternate values, the Resolve prior
+    and unsafe solving); `k_or_options` is k or a `SubgameOptions`; `B` the extra payoffs of
+    `tree` when it is itself a gadget.
     """
     opts = _options(k_or_options)
-    if not (0 <= infoset < tree.num_infosets) or int(tree.infoset_player[infoset]) != 0:
-        raise SubgameError(f"infoset {infoset!r} is not a player-0 decision infoset")
+    infoset = infoset_id(tree, infoset)
     s = np.ascontiguousarray(check_strategy(tree, blueprint))
     Bin = _check_extra(tree, B)
     x = realization_plan(tree, s, 0)
@@ -678,14 +708,16 @@ def make_subgame(
     kin1 = tree.kinfo[:, 1]
     full_nodes = {kid: np.flatnonzero(kin1 == kid).astype(np.int32) for kid in order}
 
-    # line 16: normalization constants; roots never reached by the blueprint are dropped
+    # line 16: normalization constants; roots the blueprint does not reach are dropped. "Does
+    # not reach" means player 0's own reach of I0 ∩ roots (the chance-weighted mean of x over
+    # its nodes; of x y for unsafe solving) is at most REACH_TOL: below that it is LP rounding
+    # noise, and D = sum p x of noise would scale B by 1/D (about 1e15).
     kept_roots: list[int] = []
     for kid in order:
         nodes = np.asarray(groups[kid], dtype=np.int32)
-        if opts.kind is GadgetKind.UNSAFE:
-            if float(np.sum(p[nodes] * xr[nodes] * yr[nodes])) > 0.0:
-                kept_roots.append(kid)
-        elif float(np.sum(p[nodes] * xr[nodes])) > 0.0:
+        own = xr[nodes] * yr[nodes] if opts.kind is GadgetKind.UNSAFE else xr[nodes]
+        chance = float(np.sum(p[nodes]))
+        if chance > 0.0 and float(np.sum(p[nodes] * own)) > REACH_TOL * chance:
             kept_roots.append(kid)
     m = len(kept_roots)
     root_nodes = [np.asarray(groups[kid], dtype=np.int32) for kid in kept_roots]

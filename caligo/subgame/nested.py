@@ -28,14 +28,15 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from caligo.core.lp import solve_player
+from caligo.core.lp import REACH_TOL, TieBreak, solve_player
 from caligo.core.strategy import realization_plan
 from caligo.core.tree import FloatArray, GameTree, IntArray
+from caligo.errors import CaligoError
 
 log = logging.getLogger(__name__)
 
 
-class NestedSolveError(RuntimeError):
+class NestedSolveError(CaligoError, RuntimeError):
     """A subgame solve inside the nested chain failed."""
 
 
@@ -49,10 +50,15 @@ class NestedConfig:
         every subgame except at its root; None for none.
     method: passed to the gadget solver (its default, LP, when None).
     step: replaces `solve_step` (one gadget build + solve), e.g. in tests.
-    safe_klss: build Safe-1-KLSS gadgets (`caligo.subgame.safe_klss`, seed 002) instead; each
-        is solved with its safe payoffs, and the next game of the chain is the plain 1-KLSS
-        gadget (its `margin_extra`) with that solution, so the gift split is made afresh at
-        every level rather than compounded.
+    tie_break: which optimal solution each gadget LP returns (`caligo.core.lp.TieBreak`);
+        with `TieBreak.RANDOM` the gadget at original infoset g draws its objective from
+        `numpy.random.default_rng([seed, g])`, so a run is reproducible from `seed`.
+    safe_klss: build Safe-1-KLSS gadgets (`caligo.subgame.safe_klss`, Liu et al. 2023)
+        instead. Each is solved with its safe payoffs, and the next game of the chain is that
+        same safe gadget with its solution, so every deeper level splits the gift of the level
+        above it, never more. Guarantee (proved by induction over the chain in
+        docs/experiments.md, tested on random blueprints): the assembled strategy is never more
+        exploitable than the blueprint, up to the LP tolerance.
     """
 
     options: Any = None
@@ -60,6 +66,14 @@ class NestedConfig:
     method: Any = None
     step: Callable[[GameState, int, NestedConfig, GameTree], GameState] | None = None
     safe_klss: bool = False
+    tie_break: TieBreak = TieBreak.SIMPLEX
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tie_break, TieBreak):
+            raise NestedSolveError(f"tie_break must be a TieBreak, got {self.tie_break!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int | np.integer):
+            raise NestedSolveError(f"seed must be an int, got {self.seed!r}")
 
 
 @dataclass(frozen=True)
@@ -93,6 +107,10 @@ class NestedResult:
     solves: int
     skipped: int
     seconds: float
+
+    def __repr__(self) -> str:
+        return (f"<NestedResult: {self.solves} solves, {self.skipped} skipped, "
+                f"{self.seconds:.2f} s>")
 
 
 def infoset_parents(tree: GameTree, player: int = 0) -> IntArray:
@@ -181,11 +199,13 @@ def nested_solve(
         state = parent_state
         if allowed is None or g in allowed:
             here = parent_state.copy_of(g)
-            if here >= 0 and _reach(parent_state, here) > 0.0:
+            if here >= 0 and _reach(parent_state, here) > REACH_TOL:
                 state = do_step(parent_state, g, config, tree)
                 solves += 1
             else:
-                skipped += 1  # unreachable under the previous solve: its strategy is irrelevant
+                # unreachable under the previous solve (own reach at most REACH_TOL, LP noise):
+                # its strategy is irrelevant, so it keeps the one of the last solve above it
+                skipped += 1
             if progress is not None:
                 progress(1)
             nxt = kids.get(g, [])
@@ -242,16 +262,19 @@ def _map_infosets(sub: Any, parent: GameState) -> IntArray:
     return out
 
 
-def solve_gadget_lp(sub: Any, floors: FloatArray | None, both: bool) -> FloatArray:
+def solve_gadget_lp(sub: Any, floors: FloatArray | None, both: bool,
+                    tie_break: TieBreak = TieBreak.SIMPLEX,
+                    rng: np.random.Generator | None = None) -> FloatArray:
     """Solve a gadget (tree + B) exactly by the sequence-form LP (HiGHS).
 
     Player 0's floored max-min strategy; player 1's min-max strategy too when `both` (needed
     when the next gadget reads player 1's part, e.g. unsafe solving), uniform otherwise.
+    `tie_break` and `rng` choose among optimal solutions (`caligo.core.lp.TieBreak`).
     """
-    r0 = solve_player(sub.tree, 0, floors=floors, extra=sub.extra)
+    r0 = solve_player(sub.tree, 0, floors=floors, extra=sub.extra, tie_break=tie_break, rng=rng)
     s = r0.strategy.copy()
     if both:
-        r1 = solve_player(sub.tree, 1, extra=sub.extra)
+        r1 = solve_player(sub.tree, 1, extra=sub.extra, tie_break=tie_break, rng=rng)
         mine = np.isin(sub.tree.slot_infoset(), sub.tree.infosets_of(1))
         s[mine] = r1.strategy[mine]
     return s
@@ -283,6 +306,7 @@ def solve_step(state: GameState, infoset: int, config: NestedConfig, tree: GameT
     floors = subgame_floors(nxt, config.floors, int(sub.root_infoset), tree)
     both = options.kind is gadget.GadgetKind.UNSAFE or (
         options.alternate_values is not gadget.AlternateValues.BEST_RESPONSE)
-    strategy = solve_gadget_lp(sub, floors, both)
-    chain_extra = sub.margin_extra if config.safe_klss else sub.extra
-    return GameState(sub.tree, chain_extra, strategy, origin)
+    rng = (np.random.default_rng([config.seed, int(infoset)])
+           if config.tie_break is TieBreak.RANDOM else None)
+    strategy = solve_gadget_lp(sub, floors, both, config.tie_break, rng)
+    return GameState(sub.tree, sub.extra, strategy, origin)

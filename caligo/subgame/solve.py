@@ -20,9 +20,11 @@ import dataclasses
 import enum
 from dataclasses import dataclass
 
+import numpy as np
+
 from caligo.core import cfr as cfr_mod
 from caligo.core.best_response import best_response
-from caligo.core.lp import solve_player
+from caligo.core.lp import TieBreak, solve_player
 from caligo.core.strategy import check_strategy, uniform_strategy
 from caligo.core.tree import FloatArray
 from caligo.subgame.gadget import Subgame, SubgameError, subgame_margins
@@ -70,6 +72,11 @@ class SubgameSolution:
     margins: FloatArray
     iterations: int
 
+    def __repr__(self) -> str:
+        its = f", {self.iterations} iterations" if self.method is SolveMethod.CFR else ""
+        return (f"<SubgameSolution {self.method.value}{its}: value {self.value:.6g}, "
+                f"min margin {self.min_margin:.6g}>")
+
     @property
     def min_margin(self) -> float:
         """The subgame margin of seed 004 Definition 5 (inf if there are no roots)."""
@@ -100,15 +107,22 @@ def solve_subgame(
     method: SolveMethod = SolveMethod.LP,
     floors: FloatArray | None = None,
     cfr: CFRSettings | None = None,
+    *,
+    tie_break: TieBreak = TieBreak.SIMPLEX,
+    rng: np.random.Generator | None = None,
 ) -> SubgameSolution:
-    """Solve the gadget for player 0 (LP with optional per-slot floors, or CFR)."""
+    """Solve the gadget for player 0 (LP with optional per-slot floors, or CFR).
+
+    With the LP, `tie_break` (and `rng` for `TieBreak.RANDOM`) chooses among optimal solutions.
+    """
     if not isinstance(method, SolveMethod):
         raise SubgameError(f"method must be a SolveMethod, got {method!r}")
     if sub.tree.num_infosets == 0 or len(sub.tree.infosets_of(0)) == 0:
         strat = uniform_strategy(sub.tree)
         return _finish(sub, method, strat, 0)
     if method is SolveMethod.LP:
-        res = solve_player(sub.tree, 0, floors=floors, extra=sub.extra)
+        res = solve_player(sub.tree, 0, floors=floors, extra=sub.extra, tie_break=tie_break,
+                           rng=rng)
         return _finish(sub, method, res.strategy, 0)
     if floors is not None:
         raise SubgameError("floors are only supported with SolveMethod.LP")

@@ -135,3 +135,41 @@ def test_epsilon_floor_lp() -> None:
     # Table 1 blueprint for Kuhn: exploitability 0.012401 after mapping utilities onto [-1, 1]
     # (divide by 2), ../shared/reference/values.md.
     assert (solve_lp(tree).value - res.value) / 2 == pytest.approx(0.012401, abs=1e-6)
+
+
+def test_tie_breaks_return_optimal_strategies_of_kuhn() -> None:
+    """Every tie-break returns a max-min strategy of Kuhn poker, and they differ.
+
+    Expected values: Kuhn (1950) / the analytic solution on OpenSpiel's Kuhn page: player 0's
+    equilibria are a one-parameter family, bet the Jack with alpha in [0, 1/3], the King with
+    3 alpha, call a bet with the Queen with alpha + 1/3; the value is -1/18. Random objectives
+    on the optimal face must land on both ends of [0, 1/3] (its vertices) and nowhere else.
+    """
+    from caligo.core.lp import TieBreak
+
+    tree = load_game("kuhn_poker")
+    idx = tree.infoset_index()
+
+    def prob(s: np.ndarray, name: str, action: int) -> float:
+        return float(s[tree.infoset_offset[idx[name]] + action])
+
+    alphas = set()
+    for tb, seeds in ((TieBreak.SIMPLEX, [0]), (TieBreak.IPM, [0]), (TieBreak.RANDOM, range(8))):
+        for seed in seeds:
+            res = solve_player(tree, 0, tie_break=tb, rng=np.random.default_rng(seed))
+            assert res.value == pytest.approx(-1 / 18, abs=1e-9)
+            assert player_exploitability(tree, res.strategy, 0) < 1e-8
+            alpha = prob(res.strategy, "0", 1)  # Jack: action 1 = bet
+            assert -1e-8 <= alpha <= 1 / 3 + 1e-8
+            assert prob(res.strategy, "2", 1) == pytest.approx(3 * alpha, abs=1e-7)
+            assert prob(res.strategy, "1pb", 1) == pytest.approx(alpha + 1 / 3, abs=1e-7)
+            if tb is TieBreak.RANDOM:
+                alphas.add(round(alpha, 6))
+    assert alphas == {0.0, round(1 / 3, 6)}
+
+
+def test_random_tie_break_needs_rng() -> None:
+    from caligo.core.lp import LPError, TieBreak
+
+    with pytest.raises(LPError, match="rng"):
+        solve_player(load_game("kuhn_poker"), 0, tie_break=TieBreak.RANDOM)

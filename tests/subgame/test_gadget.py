@@ -53,7 +53,7 @@ def test_options_are_validated() -> None:
         with pytest.raises(SubgameError):
             SubgameOptions(k=bad)
     with pytest.raises(SubgameError):
-        SubgameOptions(kind="maxmargin")  # type: ignore[arg-type]
+        SubgameOptions(kind=3)  # type: ignore[arg-type]
     with pytest.raises(SubgameError):
         SubgameOptions(k=3, merge_transpositions=True)
     assert SubgameOptions(k=math.inf).order == math.inf
@@ -209,3 +209,22 @@ def test_common_knowledge_maxmargin_keeps_leduc_ne_unexploitable() -> None:
             sol = solve_subgame(sub)
             assert sol.min_margin >= -1e-9
             assert player_exploitability(t, lift(t, s, sub, sol), 0) < 1e-9
+
+
+def test_infoset_by_name_and_kind_by_value() -> None:
+    """A gadget built at an infoset named as in OpenSpiel ("1pb": Kuhn's Queen facing a bet) is
+    the gadget built at its id; "maxmargin" converts to GadgetKind.MAXMARGIN; bad names fail."""
+    from caligo.core.lp import solve_lp
+
+    tree = load_game("kuhn_poker")
+    x = solve_lp(tree).strategy
+    by_name = make_subgame(tree, x, "1pb", SubgameOptions(kind="maxmargin", k=1))  # type: ignore[arg-type]
+    by_id = make_subgame(tree, x, tree.infoset_index()["1pb"], SubgameOptions(k=1))
+    assert by_name.options == by_id.options
+    assert (by_name.extra != by_id.extra).nnz == 0
+    with pytest.raises(SubgameError, match="no infoset named"):
+        make_subgame(tree, x, "nope")
+    with pytest.raises(SubgameError, match="player-0"):
+        make_subgame(tree, x, "1p")  # player 1's infoset
+    with pytest.raises(SubgameError, match="kind must be one of"):
+        SubgameOptions(kind="max")  # type: ignore[arg-type]

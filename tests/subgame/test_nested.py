@@ -24,6 +24,7 @@ from caligo.subgame.nested import (
     infoset_parents,
     nested_solve,
 )
+from tests.conftest import SHORT
 
 
 def test_infoset_forest_kuhn() -> None:
@@ -112,3 +113,92 @@ def test_epsilon_zero_stays_equilibrium(spec: str) -> None:
     x = solve_lp(tree).strategy
     res = nested_solve(tree, x)
     assert player_exploitability(tree, res.strategy, 0) < 1e-9
+
+
+def _leduc_random_blueprint(seed: int) -> tuple[object, np.ndarray]:
+    from caligo.core.strategy import normalize_per_infoset
+
+    tree = load_game("leduc_poker")
+    w = np.random.default_rng(seed).random(tree.num_slots) ** 2 + 0.01
+    return tree, normalize_per_infoset(tree, w)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [11] if SHORT else [11, 0, 1, 2])
+def test_nested_random_full_support_leduc(seed: int) -> None:
+    """Regression (issue 11): a gadget LP leaves an action's probability at rounding noise
+    (2e-15); solving below it divided by that reach and HiGHS rejected B entries of 1e16.
+
+    Expected values from the gadget construction (seed 000 appendix C, "the blueprint has every
+    branch value 0"): the previous level's strategy is feasible in every maxmargin gadget with
+    value 0, so every level's LP optimum is >= 0, and the assembled strategy is a strategy.
+    """
+    from caligo.core.best_response import best_response
+    from caligo.core.strategy import check_strategy
+    from caligo.subgame.nested import solve_step
+
+    tree, bp = _leduc_random_blueprint(seed)
+    values: list[float] = []
+
+    def step(state: GameState, g: int, config: NestedConfig, t: object) -> GameState:
+        nxt = solve_step(state, g, NestedConfig(), tree)
+        if nxt is not state:
+            values.append(best_response(nxt.tree, nxt.strategy, 1, extra=nxt.extra).value)
+        return nxt
+
+    res = nested_solve(tree, bp, NestedConfig(step=step))
+    check_strategy(tree, res.strategy)
+    assert res.solves == len(values) > 300
+    assert min(values) > -1e-9
+
+
+SAFE_GAMES = [
+    "kuhn_poker",
+    "figure1",
+    "matching_pennies_n(n=10)",
+    "dark_hex(gameversion=adh,num_rows=2,num_cols=2)",
+    "goofspiel(num_cards=3,imp_info=True,points_order=random)",
+    "random_game(seed=3,max_depth=6)",
+    "random_game(seed=17,max_depth=6)",
+]
+
+
+@pytest.mark.parametrize("spec", SAFE_GAMES)
+def test_nested_safe_klss_never_exceeds_blueprint(spec: str) -> None:
+    """Nested Safe-1-KLSS at every infoset is safe at every level (docs/experiments.md has the
+    induction): the result is never more exploitable than the blueprint. Blueprints: random with
+    full support, random with zeros, CFR+ after 10 iterations; Maxmargin and Resolve gadgets.
+    The bound is the definition of safety in seed 000 section 3 (and Liu et al. 2023)."""
+    from caligo.core.cfr import CFRConfig, solve_cfr
+    from caligo.core.strategy import normalize_per_infoset
+    from caligo.subgame.gadget import GadgetKind, SubgameOptions
+
+    tree = load_game(spec)
+    rng = np.random.default_rng(7)
+    full = normalize_per_infoset(tree, rng.random(tree.num_slots) ** 2 + 0.01)
+    w = rng.random(tree.num_slots)
+    w[rng.random(tree.num_slots) < 0.3] = 0.0
+    sparse = normalize_per_infoset(tree, w)
+    cfr10 = solve_cfr(tree, CFRConfig.cfr_plus(), 10).average
+    for bp in (full, sparse, cfr10):
+        before = player_exploitability(tree, bp, 0)
+        for kind in (GadgetKind.MAXMARGIN, GadgetKind.RESOLVE):
+            cfg = NestedConfig(options=SubgameOptions(kind=kind, k=1), safe_klss=True)
+            after = player_exploitability(tree, nested_solve(tree, bp, cfg).strategy, 0)
+            assert after <= before + 1e-9, (kind, before, after)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("iterations", [100] if SHORT else [10, 100])
+def test_nested_safe_klss_leduc_cfr_blueprint(iterations: int) -> None:
+    """Regression (issue 11): with the plain 1-KLSS gadget handed down the chain, nested
+    Safe-1-KLSS took Leduc's CFR+ blueprint from 0.01716 to 0.03396 (T = 100) and from 0.792 to
+    0.962 (T = 10). Safety (seed 000 section 3) bounds the result by the blueprint."""
+    from caligo.core.cfr import CFRConfig, solve_cfr
+
+    tree = load_game("leduc_poker")
+    bp = solve_cfr(tree, CFRConfig.cfr_plus(), iterations).average
+    before = player_exploitability(tree, bp, 0)
+    after = player_exploitability(tree, nested_solve(tree, bp, NestedConfig(safe_klss=True))
+                                  .strategy, 0)
+    assert after <= before + 1e-9

@@ -121,4 +121,4 @@ def test_comparison_has_a_safe_column() -> None:
     assert "safe_1klss" in result.labels
     row = result.rows[0]
     assert row["safe_1klss"] is not None and row["safe_1klss"] <= row["blueprint"] + 1e-9
-    assert "safe_1klss" in comparison_table(result).markdown()
+    assert "Safe-1-KLSS" in comparison_table(result).markdown()

@@ -1,0 +1,5 @@
+import sys
+
+from caligo.cli import main
+
+sys.exit(main())
