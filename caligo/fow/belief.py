@@ -10,8 +10,12 @@ where o is the observation the player actually received. Each runs in a numba ke
 `_expand_kernel` (opponent ply) makes every move of every parent, compares the player's
 observation (`caligo.fow.observation._observe_kernel`) with o, after a cheap necessary test
 (the pieces on o's visible squares), and inserts matches into a hash table that drops
-duplicates; `_own_move_kernel` (own move) needs no table, because the move's destination is
-visible, so its contents agree in every parent and distinct parents give distinct children.
+duplicates; `_own_move_kernel` (own move) needs a table only in one case: the move's
+destination is visible, so its contents agree in every parent and the move is undone by nothing
+but the castling rights it clears. Those are the player's own (observed, equal in every parent)
+unless the move lands on the opponent's king or rook home square (a capture there, e.g. `h1h8`
+or `g2h1r`): then the opponent's right that told two parents apart is gone, and
+`_dedupe_kernel` merges the children (`own_move_needs_dedupe`).
 
 Storage. Positions that are the same for all future play are stored once: a row is the twelve
 piece bitboards plus one packed word (side to move bit 0, castling rights bits 1-4, en-passant
@@ -48,6 +52,7 @@ from caligo.fow.errors import FowError
 from caligo.fow.movegen import MAX_MOVES, count_moves, gen_moves
 from caligo.fow.observation import O_STM, OBS_WORDS, Observation, _observe_kernel
 from caligo.fow.position import (
+    CASTLE_KEEP,
     CASTLE_ROOK,
     KIND_CASTLING,
     KIND_EN_PASSANT,
@@ -399,11 +404,11 @@ def _own_move_kernel(
 ) -> int:
     """Apply the observer's own move to every parent; keep children whose observation is target.
 
-    No deduplication is needed: the move's destination (and an en-passant victim) is visible to
-    the observer, so its contents are the same in every parent and distinct parents give
-    distinct children. rows uint64 (>= n_rows, ROW_WORDS); target uint64 (OBS_WORDS,);
-    out_rows uint64 (>= n_rows, ROW_WORDS); state int64 (S_WORDS,) (S_ROWS, S_DISTINCT,
-    S_TESTED, S_ILLEGAL updated). Returns the number of children kept.
+    Children are not deduplicated here. Distinct parents give distinct children unless
+    `own_move_needs_dedupe` (see there); the caller then runs `_dedupe_kernel`.
+    rows uint64 (>= n_rows, ROW_WORDS); target uint64 (OBS_WORDS,); out_rows uint64
+    (>= n_rows, ROW_WORDS); state int64 (S_WORDS,) (S_ROWS, S_MATCHED, S_DISTINCT, S_TESTED,
+    S_ILLEGAL updated). Returns the number of children kept.
     """
     pos = np.empty(POS_WORDS, dtype=np.uint64)
     undo = np.empty(UNDO_WORDS, dtype=np.uint64)
@@ -437,6 +442,54 @@ def _own_move_kernel(
     state[S_DISTINCT] = n_out
     state[S_NEXT] = n_rows
     return n_out
+
+
+def own_move_needs_dedupe(player: int, move: int) -> bool:
+    """Return True when the player's own `move` can map two parents of P onto one child.
+
+    Why it is rare: every parent in P gives the player the same observation, so the squares the
+    move touches (its destination, an en-passant victim, the castling rook's squares) hold the
+    same pieces in every parent, and so do the player's castling rights and en-passant right (both
+    observed). Making the move changes the parents alike, so two parents that differ keep
+    differing, except in what the move erases: the halfmove clock (never stored) and the castling
+    rights of CASTLE_KEEP[from] and CASTLE_KEEP[to]. A right of the opponent needs their king and
+    rook at home, so the player's piece can only *start* on such a square when no parent has the
+    right; it can *land* there by capturing the rook or king, and then parents that differed only
+    in that right merge. So: dedupe when the destination is one of the opponent's castling home
+    squares (a8, e8, h8 for white; a1, e1, h1 for black).
+    """
+    to = (int(move) >> 6) & 63
+    return bool(~int(CASTLE_KEEP[to]) & int(_OWN_RIGHTS[1 - player]))
+
+
+@njit(cache=True, nogil=True)
+def _dedupe_kernel(rows: np.ndarray, n: int, table: np.ndarray) -> int:
+    """Drop repeated rows in place, keeping first occurrences in order; return how many remain.
+
+    rows uint64 (>= n, ROW_WORDS); table uint64 (T, 2) all zero, T a power of two >= 2n:
+    128-bit fingerprints as in `_insert` (salt 0).
+    """
+    fp = np.empty(2, dtype=np.uint64)
+    mask = table.shape[0] - 1
+    w = 0
+    for r in range(n):
+        _fingerprint(rows[r], U0, fp)
+        slot = np.int64(fp[0] & np.uint64(mask))
+        seen = False
+        while table[slot, 0] != _EMPTY:
+            if table[slot, 0] == fp[0] and table[slot, 1] == fp[1]:
+                seen = True
+                break
+            slot = (slot + 1) & mask
+        if seen:
+            continue
+        table[slot, 0] = fp[0]
+        table[slot, 1] = fp[1]
+        if w != r:
+            for j in range(ROW_WORDS):
+                rows[w, j] = rows[r, j]
+        w += 1
+    return w
 
 
 @njit(cache=True, nogil=True)
@@ -681,6 +734,10 @@ def _expand(
         out = np.empty((src.shape[0], ROW_WORDS), dtype=np.uint64)
         st = np.zeros(S_WORDS, dtype=np.int64)
         n = _own_move_kernel(src, src.shape[0], player, target, own_move, clocks, out, st)
+        if n > 1 and own_move_needs_dedupe(player, own_move):
+            table = np.zeros((1 << max(4, (2 * n).bit_length()), 2), dtype=np.uint64)
+            n = _dedupe_kernel(out, n, table)
+            st[S_ROWS] = st[S_DISTINCT] = n
         return out[:n].copy(), _stats(st)
     salt = np.uint64(rng.integers(0, 2**64 - 1, dtype=np.uint64, endpoint=True))
     top = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
