@@ -48,7 +48,7 @@ import numpy as np
 from numba import njit
 
 from caligo.fow.bitboard import FILES, PAWN_ATTACKS, RANKS, U0, U1, popcount
-from caligo.fow.errors import FowError
+from caligo.fow.errors import FowError, TooManyMovesError
 from caligo.fow.movegen import MAX_MOVES, count_moves, gen_moves
 from caligo.fow.observation import O_STM, OBS_WORDS, Observation, _observe_kernel
 from caligo.fow.position import (
@@ -67,6 +67,7 @@ from caligo.fow.position import (
     W_STM,
     from_fen,
     make_move,
+    to_fen,
     unmake_move,
 )
 
@@ -94,6 +95,7 @@ _S32 = np.uint64(32)
 ST_DONE = 0
 ST_GROW_ROWS = 1
 ST_GROW_TABLE = 2
+ST_OVERFLOW = 3  # parent state[S_NEXT] has more than MAX_MOVES moves (built by hand)
 
 # state slots of `_expand_kernel` (int64 array)
 S_NEXT = 0  # next parent index
@@ -263,6 +265,7 @@ def _expand_kernel(
     out_hash: np.ndarray,
     table: np.ndarray,
     state: np.ndarray,
+    max_moves: int,
 ) -> int:
     """Expand parents state[S_NEXT].. by every move of the side to move (an opponent ply) into
     the children whose observation equals `target`, deduplicated.
@@ -271,14 +274,16 @@ def _expand_kernel(
     (OBS_WORDS,): the observation received. clocks: clocks word for the unpacked parents (not
     observed, not stored). salt, threshold, count_threshold: fingerprint salt and the
     storage and counting bounds (see `_insert`). out_rows uint64 (R, ROW_WORDS), out_hash
-    uint64 (R,), table uint64 (T, 2), state int64 (S_WORDS,): in/out counters.
+    uint64 (R,), table uint64 (T, 2), state int64 (S_WORDS,): in/out counters. max_moves: move
+    buffer length (the module's move cap; smaller in tests of the overflow path).
     Returns ST_DONE, or ST_GROW_ROWS / ST_GROW_TABLE when it stopped (at a parent boundary,
-    with nothing pending) for more room; call again after growing.
+    with nothing pending) for more room; call again after growing. ST_OVERFLOW: parent
+    state[S_NEXT] has more than max_moves moves (only a hand-built array can).
     """
     pos = np.empty(POS_WORDS, dtype=np.uint64)
     undo = np.empty(UNDO_WORDS, dtype=np.uint64)
     obs = np.empty(OBS_WORDS, dtype=np.uint64)
-    moves = np.empty(MAX_MOVES, dtype=np.uint16)
+    moves = np.empty(max_moves, dtype=np.uint16)
     pend_rows = np.empty((BATCH, ROW_WORDS), dtype=np.uint64)
     pend_fp = np.empty((BATCH, 2), dtype=np.uint64)
     n_pend = 0
@@ -290,11 +295,11 @@ def _expand_kernel(
     st = state
     i = state[S_NEXT]
     while i < n_rows:
-        if state[S_ROWS] + MAX_MOVES + BATCH > cap_rows:
+        if state[S_ROWS] + max_moves + BATCH > cap_rows:
             _flush(pend_rows, pend_fp, n_pend, thr, cthr, out_rows, out_hash, table, st)
             state[S_NEXT] = i
             return ST_GROW_ROWS
-        if state[S_TABLE] + MAX_MOVES + BATCH > half_table:
+        if state[S_TABLE] + max_moves + BATCH > half_table:
             _flush(pend_rows, pend_fp, n_pend, thr, cthr, out_rows, out_hash, table, st)
             state[S_NEXT] = i
             return ST_GROW_TABLE
@@ -320,8 +325,10 @@ def _expand_kernel(
                 break
         opp_pawns = pos[(1 - player) * 6 + PAWN]
         n = gen_moves(pos, moves)
-        if n > MAX_MOVES:
-            n = MAX_MOVES
+        if n > max_moves:  # a hand-built parent: report, never drop moves
+            _flush(pend_rows, pend_fp, n_pend, thr, cthr, out_rows, out_hash, table, st)
+            state[S_NEXT] = i
+            return ST_OVERFLOW
         state[S_TESTED] += n
         for k in range(n):
             m = moves[k]
@@ -401,6 +408,7 @@ def _own_move_kernel(
     clocks: np.uint64,
     out_rows: np.ndarray,
     state: np.ndarray,
+    max_moves: int,
 ) -> int:
     """Apply the observer's own move to every parent; keep children whose observation is target.
 
@@ -408,18 +416,23 @@ def _own_move_kernel(
     `own_move_needs_dedupe` (see there); the caller then runs `_dedupe_kernel`.
     rows uint64 (>= n_rows, ROW_WORDS); target uint64 (OBS_WORDS,); out_rows uint64
     (>= n_rows, ROW_WORDS); state int64 (S_WORDS,) (S_ROWS, S_MATCHED, S_DISTINCT, S_TESTED,
-    S_ILLEGAL updated). Returns the number of children kept.
+    S_ILLEGAL updated). max_moves: move buffer length.
+    Returns the number of children kept, or -1 if parent state[S_NEXT] has more than max_moves
+    moves (only a hand-built array can).
     """
     pos = np.empty(POS_WORDS, dtype=np.uint64)
     undo = np.empty(UNDO_WORDS, dtype=np.uint64)
     obs = np.empty(OBS_WORDS, dtype=np.uint64)
-    moves = np.empty(MAX_MOVES, dtype=np.uint16)
+    moves = np.empty(max_moves, dtype=np.uint16)
     n_out = 0
     for i in range(n_rows):
         _unpack_row(rows[i], clocks, pos)
         n = gen_moves(pos, moves)
+        if n > max_moves:  # a hand-built parent: report, never drop moves
+            state[S_NEXT] = i
+            return -1
         legal = False
-        for k in range(min(n, MAX_MOVES)):
+        for k in range(n):
             if int(moves[k]) == own_move:
                 legal = True
                 break
@@ -733,7 +746,11 @@ def _expand(
         # |children| <= |parents| <= cap: no table, no trimming
         out = np.empty((src.shape[0], ROW_WORDS), dtype=np.uint64)
         st = np.zeros(S_WORDS, dtype=np.int64)
-        n = _own_move_kernel(src, src.shape[0], player, target, own_move, clocks, out, st)
+        n = _own_move_kernel(
+            src, src.shape[0], player, target, own_move, clocks, out, st, MAX_MOVES
+        )
+        if n < 0:
+            raise _overflow(src[int(st[S_NEXT])], clocks)
         if n > 1 and own_move_needs_dedupe(player, own_move):
             table = np.zeros((1 << max(4, (2 * n).bit_length()), 2), dtype=np.uint64)
             n = _dedupe_kernel(out, n, table)
@@ -754,10 +771,12 @@ def _expand(
     while True:
         status = _expand_kernel(
             src, src.shape[0], player, target, clocks, salt, threshold, count_threshold,
-            out_rows, out_hash, table, state,
+            out_rows, out_hash, table, state, MAX_MOVES,
         )  # fmt: skip
         if status == ST_DONE:
             break
+        if status == ST_OVERFLOW:
+            raise _overflow(src[int(state[S_NEXT])], clocks)
         if status == ST_GROW_TABLE and state[S_TABLE] < count_limit:
             new_table = np.zeros((2 * table.shape[0], 2), dtype=np.uint64)
             _shrink(table, new_table, _ALL)  # a plain rehash into a larger table
@@ -796,6 +815,15 @@ def _expand(
     # distinct children estimated from the counted fraction of the fingerprint space
     estimate = round(int(state[S_TABLE]) * 2.0**64 / (int(count_threshold) + 1))
     return out_rows[:n].copy(), _stats(state, max(estimate, n + 1))
+
+
+def _overflow(row: np.ndarray, clocks: np.uint64) -> TooManyMovesError:
+    pos = np.empty((1, POS_WORDS), dtype=np.uint64)
+    _unpack_many(np.ascontiguousarray(row[None, :]), clocks, pos)
+    return TooManyMovesError(
+        f"a position of P, {to_fen(pos[0])!r}, has more than MAX_MOVES = {MAX_MOVES} FoW moves "
+        "(possible only in a position built by hand)"
+    )
 
 
 def _stats(state: np.ndarray, estimate: int | None = None) -> UpdateStats:

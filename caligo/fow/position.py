@@ -39,8 +39,10 @@ raises the errors of `caligo.fow.errors`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
 from numba import njit
@@ -412,9 +414,12 @@ def check_invariants(pos: np.ndarray) -> int:
 
     1 overlapping piece bitboards; 2 side to move not 0/1; 3 castling bits beyond 15;
     4 castling right without its king and rook at home; 5 en-passant square off the board or on
-    a wrong rank, occupied, or without the pawn that passed it; 6 more than one king of a color;
-    7 pawn on the first or last rank; 8 halfmove clock or fullmove number out of range.
-    (Stockfish `Position::pos_is_ok` in spirit; debug use.)
+    a wrong rank, occupied, with its pawn's start square occupied, or without the pawn that
+    passed it; 6 more than one king of a color; 7 pawn on the first or last rank; 8 halfmove
+    clock or fullmove number out of range; 9 more than 16 pieces of a color; 10 more than 8
+    pawns of a color; 11 no king of the side not to move (only the side to move can have lost
+    its king: the capture was the last move).
+    (Stockfish `Position::pos_is_ok` and python-chess `Board.status` in spirit.)
     """
     seen = U0
     for code in range(12):
@@ -448,11 +453,13 @@ def check_invariants(pos: np.ndarray) -> int:
             if (e >> 3) != 5:
                 return 5
             pawn_sq = e - 8
+            origin = e + 8
         else:
             if (e >> 3) != 2:
                 return 5
             pawn_sq = e + 8
-        if (seen >> np.uint64(e)) & U1:
+            origin = e - 8
+        if (seen >> np.uint64(e)) & U1 or (seen >> np.uint64(origin)) & U1:
             return 5
         if not (pos[(1 - stm) * 6 + PAWN] >> np.uint64(pawn_sq)) & U1:
             return 5
@@ -465,6 +472,15 @@ def check_invariants(pos: np.ndarray) -> int:
     full = pos[W_CLOCKS] >> _S32
     if full < U1 or half > np.uint64(100000):
         return 8
+    for color in range(2):
+        b = color * 6
+        side = pos[b] | pos[b + 1] | pos[b + 2] | pos[b + 3] | pos[b + 4] | pos[b + 5]
+        if popcount(side) > 16:
+            return 9
+        if popcount(pos[b + PAWN]) > 8:
+            return 10
+    if pos[(1 - int(pos[W_STM])) * 6 + KING] == U0:
+        return 11
     return 0
 
 
@@ -479,12 +495,20 @@ def empty_position() -> np.ndarray:
     return pos
 
 
+_CLOCK_RE = re.compile(r"[0-9]{1,10}\Z")
+"""A FEN clock: ASCII digits only (int() would also take "1_0", "+5" and non-ASCII digits)."""
+
+
 def from_fen(fen: str) -> np.ndarray:
     """Parse a FEN into a position array; raise FenError quoting the FEN if it is malformed.
 
-    Accepts 4 fields (clocks default to 0 1) or 6. Castling rights whose king or rook is not on
-    its home square are an error, as is an en-passant square no double push could have made.
-    A missing king is allowed (the position after a king capture); two kings of a color are not.
+    Accepts 4 fields (clocks default to 0 1) or 6 (clocks in ASCII digits). Rejected as
+    impossible (`check_invariants`): more than 16 pieces or 8 pawns of a color, pawns on the first
+    or last rank, two kings of a color, castling rights whose king or rook is not at home, an
+    en-passant square no double push could have made (wrong rank, occupied, the pawn's start
+    square occupied, or no pawn in front of it), and a missing king of the side *not* to move.
+    A missing king of the side to move is allowed: it is the position right after a king
+    capture, so the game is over (no moves; the other side has won).
     """
     if not isinstance(fen, str):
         raise FenError(f"invalid fen: {fen!r} (not a string)")
@@ -537,11 +561,10 @@ def from_fen(fen: str) -> np.ndarray:
             raise FenError(f"invalid fen: {fen!r} (en-passant square {parts[3]!r})")
         pos[W_EP] = np.uint64(SQUARE_NAMES.index(parts[3]))
     if len(parts) == 6:
-        try:
-            half = int(parts[4])
-            full = int(parts[5])
-        except ValueError:
-            raise FenError(f"invalid fen: {fen!r} (clocks {parts[4]!r} {parts[5]!r})") from None
+        if not (_CLOCK_RE.match(parts[4]) and _CLOCK_RE.match(parts[5])):
+            raise FenError(f"invalid fen: {fen!r} (clocks {parts[4]!r} {parts[5]!r})")
+        half = int(parts[4])
+        full = int(parts[5])
         if half < 0 or full < 1 or half > 100000 or full > 2**31:
             raise FenError(f"invalid fen: {fen!r} (clocks out of range)")
         pos[W_CLOCKS] = np.uint64(half) | (np.uint64(full) << _S32)
@@ -560,6 +583,9 @@ _INVARIANT_TEXT = {
     6: "more than one king of a color",
     7: "pawn on the first or last rank",
     8: "clocks out of range",
+    9: "more than 16 pieces of one color",
+    10: "more than 8 pawns of one color",
+    11: "the side that just moved has no king",
 }
 
 
@@ -681,6 +707,22 @@ class Position:
         return hash(self.arr.tobytes())
 
 
+PositionLike: TypeAlias = "Position | np.ndarray"
+"""What the boundary functions take as a position: a `Position` or its uint64 (16,) array."""
+
+
+def position_array(pos: PositionLike) -> np.ndarray:
+    """Return the uint64 (16,) array of a `Position` or of an array (validated, not copied)."""
+    if isinstance(pos, Position):
+        return pos.arr
+    if isinstance(pos, np.ndarray) and pos.dtype == np.uint64 and pos.shape == (POS_WORDS,):
+        return pos if pos.flags.c_contiguous else np.ascontiguousarray(pos)
+    what = f"array of dtype {pos.dtype} and shape {pos.shape}" if isinstance(pos, np.ndarray) else (
+        type(pos).__name__
+    )
+    raise TypeError(f"a position must be a Position or a uint64 array of shape (16,), got {what}")
+
+
 __all__ = [
     "BISHOP",
     "BLACK",
@@ -698,6 +740,7 @@ __all__ = [
     "UNDO_WORDS",
     "WHITE",
     "Position",
+    "PositionLike",
     "apply_move",
     "check_invariants",
     "from_fen",
@@ -712,6 +755,7 @@ __all__ = [
     "move_to",
     "move_to_uci",
     "piece_at",
+    "position_array",
     "square_attacked",
     "to_fen",
     "unmake_move",

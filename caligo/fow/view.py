@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from caligo.fow.bitboard import SQUARE_NAMES
-from caligo.fow.movegen import MAX_MOVES, gen_moves
+from caligo.fow.movegen import move_buffer
 from caligo.fow.observation import Observation
 from caligo.fow.position import (
     BLACK,
@@ -72,8 +72,7 @@ def legal_moves_uci(obs: Observation) -> list[str]:
     pos[W_CASTLE] = np.uint64(obs.castling)
     pos[W_EP] = np.uint64(obs.ep_square)
     pos[W_CLOCKS] = np.uint64(1 << 32)
-    buf = np.empty(MAX_MOVES, dtype=np.uint16)
-    n = gen_moves(pos, buf)
+    buf, n = move_buffer(pos)
     fog = obs.fog
     out = [move_to_uci(int(m)) for m in buf[:n] if not (fog >> ((int(m) >> 6) & 63)) & 1]
     return sorted(out)
