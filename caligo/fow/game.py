@@ -2,7 +2,8 @@
 
 Rules (seed 001 appendix A; chess.com): capturing the king ends the game and wins it. There is
 no check, checkmate, stalemate or insufficient-material draw. Threefold repetition of the true
-position (pieces, side to move, castling rights, en-passant square, i.e. equal Zobrist keys) and
+position (pieces, side to move, castling rights, and the en-passant square when a pawn of the
+side to move can capture there: FIDE 9.2.2's "same possible moves", i.e. equal Zobrist keys) and
 the 50-move rule (100 plies without a pawn move or capture) end the game in a draw at once;
 nobody claims them, the holder of the true position declares them. A side to move with no FoW
 move at all draws (chess.com documents no rule; OpenSpiel `dark_chess` and Fairy-Stockfish's

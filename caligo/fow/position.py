@@ -390,7 +390,11 @@ _Z_EP = 12 * 64 + 1 + 16
 def zobrist_key(pos: np.ndarray) -> np.uint64:
     """Return the Zobrist key of pieces, side to move, castling rights and en-passant square.
 
-    Clocks are left out: two positions with the same key are the same for repetition.
+    Two positions with the same key are the same for repetition (FIDE 9.2.2: same pieces, same
+    side to move, same possible moves): clocks are left out, and the en-passant square counts
+    only when a pawn of the side to move can capture there (a dead square after a double push
+    changes no move; python-chess's repetition key does the same with its legal moves, and the
+    belief rows pack it the same way). The key of a transposition is the key of its position.
     """
     key = U0
     for code in range(12):
@@ -403,8 +407,10 @@ def zobrist_key(pos: np.ndarray) -> np.uint64:
         key ^= ZOBRIST[_Z_SIDE]
     key ^= ZOBRIST[_Z_CASTLE + int(pos[W_CASTLE] & np.uint64(15))]
     ep = int(pos[W_EP])
-    if 0 <= ep <= NO_EP:
-        key ^= ZOBRIST[_Z_EP + ep]
+    if 0 <= ep < NO_EP:
+        us = int(pos[W_STM]) & 1
+        if pawn_attacks(1 - us, ep) & pos[us * 6 + PAWN]:
+            key ^= ZOBRIST[_Z_EP + ep]
     return key
 
 
