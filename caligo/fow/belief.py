@@ -41,6 +41,7 @@ a false merge needs a 128-bit collision, probability about n^2 / 2^129 (10^-21 a
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -65,11 +66,16 @@ from caligo.fow.position import (
     W_CLOCKS,
     W_EP,
     W_STM,
+    Position,
+    PositionLike,
     from_fen,
     make_move,
+    position_array,
+    resolve_move,
     to_fen,
     unmake_move,
 )
+from caligo.fow.values import Color, ColorLike, MoveLike, color
 
 ROW_WORDS = 13
 """A stored position: 12 piece bitboards + packed (side | castling << 1 | ep << 5)."""
@@ -599,7 +605,7 @@ class UpdateStats:
     illegal_parents: int
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class BeliefSet:
     """A player's set P of possible positions: rows uint64 (n, ROW_WORDS), one per position.
 
@@ -607,9 +613,13 @@ class BeliefSet:
     of distinct consistent positions found by the last update, exact, a lower bound or an
     estimate as `size_kind` says (see the module docstring).
     `ply` counts plies since the initial position; `fullmove0` is its full-move number.
+
+    Iterating gives the positions as `Position`s, `fens()` as FEN strings and `sample()` a
+    uniform sample of `Position`s; the engine's fast path takes arrays: `rows`, `positions()`
+    and `sample_array()`.
     """
 
-    player: int
+    player: Color
     rows: np.ndarray
     ply: int
     exact: bool
@@ -619,18 +629,24 @@ class BeliefSet:
     fullmove0: int = 1
     last: UpdateStats | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "player", color(self.player))
+
     @classmethod
     def initial(
-        cls, player: int, fen: str = STARTING_FEN, config: BeliefConfig | None = None
+        cls,
+        player: ColorLike,
+        fen: str | Position = STARTING_FEN,
+        config: BeliefConfig | None = None,
     ) -> BeliefSet:
-        """Return P = {the initial position} (both players know it) for `player`."""
-        if player not in (0, 1):
-            raise ValueError(f"player must be 0 (white) or 1 (black), got {player!r}")
-        pos = from_fen(fen)
+        """Return P = {the initial position} (both players know it) for `player` (a Color,
+        "white"/"black", 0/1 or python-chess's True/False)."""
+        who = color(player)
+        pos = fen.arr if isinstance(fen, Position) else from_fen(fen)
         rows = np.empty((1, ROW_WORDS), dtype=np.uint64)
         _pack_many(pos[None, :], rows)
         return cls(
-            player=player,
+            player=who,
             rows=rows,
             ply=0,
             exact=True,
@@ -641,6 +657,21 @@ class BeliefSet:
 
     def __len__(self) -> int:
         return int(self.rows.shape[0])
+
+    def __repr__(self) -> str:
+        if self.exact:
+            size = "exact"
+        else:
+            bound = {SizeKind.EXACT: "", SizeKind.LOWER_BOUND: ">= ", SizeKind.ESTIMATE: "~"}
+            size = f"sample of {bound[self.size_kind]}{self.size_seen}"
+        return f"<BeliefSet {self.player} ply={self.ply} |P|={len(self)} {size}>"
+
+    def __iter__(self) -> Iterator[Position]:
+        for i in range(len(self)):
+            yield Position(self.positions(np.arange(i, i + 1))[0])
+
+    def __contains__(self, pos: object) -> bool:
+        return isinstance(pos, Position | np.ndarray) and self.contains(pos)
 
     @property
     def nbytes(self) -> int:
@@ -657,40 +688,58 @@ class BeliefSet:
         _unpack_many(np.ascontiguousarray(rows), self._clocks(), out)
         return out
 
-    def sample(self, k: int, rng: np.random.Generator | None = None) -> np.ndarray:
-        """Return min(k, |P|) positions drawn uniformly without replacement, uint64 (k, 16)."""
-        if k < 0:
-            raise ValueError(f"sample size must be >= 0, got {k!r}")
-        rng = rng if rng is not None else np.random.default_rng(self.config.seed)
-        idx = rng.choice(len(self), size=min(k, len(self)), replace=False)
-        return self.positions(np.sort(idx))
+    def fens(self) -> list[str]:
+        """Return the FENs of the stored positions (halfmove clock 0: clocks are not tracked)."""
+        return [to_fen(p) for p in self.positions()]
 
-    def contains(self, pos: np.ndarray) -> bool:
-        """Return True if position `pos` (uint64 (16,)) is in P (clocks ignored)."""
+    def _sample_index(self, k: int, rng: np.random.Generator | None) -> np.ndarray:
+        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 0:
+            raise ValueError(f"sample size must be an int >= 0, got {k!r}")
+        rng = rng if rng is not None else np.random.default_rng(self.config.seed)
+        return np.sort(rng.choice(len(self), size=min(int(k), len(self)), replace=False))
+
+    def sample(self, k: int, rng: np.random.Generator | None = None) -> list[Position]:
+        """Return min(k, |P|) positions drawn uniformly without replacement, as Positions."""
+        return [Position(p) for p in self.sample_array(k, rng)]
+
+    def sample_array(self, k: int, rng: np.random.Generator | None = None) -> np.ndarray:
+        """Return min(k, |P|) positions drawn uniformly without replacement, uint64 (k, 16)
+        (the same draw as `sample` with the same rng)."""
+        return self.positions(self._sample_index(k, rng))
+
+    def contains(self, pos: PositionLike) -> bool:
+        """Return True if `pos` (a Position or a uint64 (16,) array) is in P (clocks ignored)."""
         key = np.empty((1, ROW_WORDS), dtype=np.uint64)
-        _pack_many(np.ascontiguousarray(pos, dtype=np.uint64)[None, :], key)
+        _pack_many(position_array(pos)[None, :], key)
         return bool(np.any(np.all(self.rows == key[0], axis=1)))
 
-    def update_own_move(self, move: int, obs: Observation) -> BeliefSet:
-        """Return P after the player's own `move` (uint16 value) and the observation after it."""
-        if not 0 < int(move) < 1 << 16:
-            raise ValueError(f"move must be a non-zero uint16 value, got {move!r}")
-        return self._update(int(move), obs)
+    def update_own_move(self, move: MoveLike, obs: Observation) -> BeliefSet:
+        """Return P after the player's own move and the observation after it.
+
+        `move` is a Move, UCI text, a `chess.Move` or a kernel code; it must be a FoW move of
+        the positions in P (they agree on the player's own pieces, so on the player's moves).
+        """
+        if len(self) == 0:
+            raise BeliefError("P is empty")
+        code = resolve_move(self.positions(np.arange(1))[0], move)
+        return self._update(code, obs)
 
     def update_opponent_move(self, obs: Observation) -> BeliefSet:
         """Return P after an unseen opponent move, given the observation received after it."""
         return self._update(-1, obs)
 
     def _update(self, own_move: int, obs: Observation) -> BeliefSet:
+        if not isinstance(obs, Observation):
+            raise TypeError(f"an update needs an Observation, got {type(obs).__name__}")
         if obs.player != self.player:
-            raise ValueError(f"observation of player {obs.player} given to player {self.player}")
-        mover = int(self.rows[0, 12] & 1) if len(self) else -1
+            raise BeliefError(f"{obs.player}'s observation given to {self.player}'s belief set")
+        mover = Color(int(self.rows[0, 12] & 1)) if len(self) else None
         if (own_move >= 0) != (mover == self.player):
             who = "own" if own_move >= 0 else "opponent"
-            raise BeliefError(f"{who} move update at ply {self.ply}, but side {mover} is to move")
+            raise BeliefError(f"{who} move update at ply {self.ply}, but {mover} is to move")
         rows, stats = _expand(
             self.rows,
-            self.player,
+            int(self.player),  # a plain int: numba cannot lower IntEnum members
             obs.to_array(),
             own_move,
             self._clocks(),
@@ -700,13 +749,13 @@ class BeliefSet:
         if rows.shape[0] == 0 and self.exact:
             raise BeliefError(
                 f"no position is consistent with observation {obs.dark_fen()!r} at ply "
-                f"{self.ply + 1} (player {self.player})"
+                f"{self.ply + 1} ({self.player})"
             )
         if rows.shape[0] == 0:
             raise BeliefError(
                 f"the subsample of P (max_positions={self.config.max_positions}) holds no "
                 f"position consistent with observation {obs.dark_fen()!r} at ply {self.ply + 1} "
-                f"(player {self.player}); the true P is not empty: raise max_positions"
+                f"({self.player}); the true P is not empty: raise max_positions"
             )
         return BeliefSet(
             player=self.player,

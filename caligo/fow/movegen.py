@@ -60,6 +60,7 @@ from caligo.fow.position import (
     to_fen,
     unmake_move,
 )
+from caligo.fow.values import Move
 
 MAX_MOVES = 512
 """Size of a move buffer; gen_moves never writes past the buffer it is given.
@@ -484,13 +485,14 @@ def legal_moves(pos: PositionLike) -> list[int]:
     return [int(m) for m in buf[:n]]
 
 
-def divide(pos: PositionLike, depth: int, legal: bool = False) -> dict[int, int]:
-    """Return {move: perft(child, depth - 1)} for each move of `pos` (FoW or standard chess)."""
+def divide(pos: PositionLike, depth: int, legal: bool = False) -> dict[Move, int]:
+    """Return {move: perft(child, depth - 1)} for each move of `pos`, depth >= 1 (FoW moves,
+    or with `legal` the standard-chess ones; the perft debugging aid)."""
     arr = position_array(pos)
     depth = _checked_depth(depth)
     if depth == 0:
         raise ValueError("divide needs depth >= 1")
-    out: dict[int, int] = {}
+    out: dict[Move, int] = {}
     child = np.empty(POS_WORDS, dtype=np.uint64)
     for m in legal_moves(arr):
         child[:] = arr
@@ -498,9 +500,9 @@ def divide(pos: PositionLike, depth: int, legal: bool = False) -> dict[int, int]
         if legal:
             if not is_legal_chess(arr, m, child):
                 continue
-            out[m] = perft_legal(child, depth - 1)
+            out[Move.from_code(m)] = perft_legal(child, depth - 1)
         else:
-            out[m] = perft(child, depth - 1)
+            out[Move.from_code(m)] = perft(child, depth - 1)
     return out
 
 

@@ -272,13 +272,20 @@ def test_sample_is_uniform_without_replacement() -> None:
     hits = np.zeros(len(full))
     keys = {row.tobytes(): i for i, row in enumerate(full.rows)}
     for _ in range(400):
-        sample = full.sample(k, rng)
+        sample = full.sample_array(k, rng)
         rows = pack_positions(sample)
         idx = [keys[r.tobytes()] for r in rows]
         assert len(set(idx)) == k
         hits[idx] += 1
     assert abs(hits.mean() - 400 * k / len(full)) < 1e-9
-    assert full.sample(10**9).shape == (len(full), 16)
+    assert full.sample_array(10**9).shape == (len(full), 16)
+    # the Position form is the same draw
+    positions = full.sample(k, np.random.default_rng(5))
+    assert [p.arr.tobytes() for p in positions] == [
+        a.tobytes() for a in full.sample_array(k, np.random.default_rng(5))
+    ]
+    assert all(p in full for p in positions) and len(list(full)) == len(full)
+    assert full.fens() == [p.fen() for p in full]
 
 
 def test_storage_is_104_bytes_a_position() -> None:
@@ -297,7 +304,7 @@ def test_inconsistent_observation_raises() -> None:
         b.update_opponent_move(gone)
     with pytest.raises(BeliefError, match="opponent move update"):
         BeliefSet.initial(WHITE).update_opponent_move(observe(pos, WHITE))
-    with pytest.raises(ValueError, match="observation of player"):
+    with pytest.raises(BeliefError, match="white's observation given to black's belief set"):
         b.update_opponent_move(observe(pos, WHITE))
 
 
@@ -331,7 +338,9 @@ def test_cli_prints_the_size_of_p_after_every_ply(
     pgn = tmp_path / "game.pgn"
     pgn.write_text(write_pgn(moves))
     assert main(["fow", "belief", str(pgn), "--as", "black"]) == 0
-    rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == "# result * (game unfinished)"
+    rows = [line.split() for line in lines[2:-1]]
     # black: 1 start position; after 1.e4 all 20 white first moves are possible (black sees
     # ranks 5-8 only); 1...b6 reveals nothing of white (the b6 pawn sees b5; its diagonals a5,
     # c5 are empty; the c8 bishop now sees b7, a6)

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from caligo.fow.errors import MoveError, PgnError
+from caligo.fow.game import Game
 from caligo.fow.movegen import legal_moves
 from caligo.fow.notation import PgnGame, move_to_san, parse_san, read_pgn, read_pgns, write_pgn
 from caligo.fow.position import (
@@ -24,6 +25,7 @@ from caligo.fow.position import (
     make_move,
     move_to_uci,
 )
+from caligo.fow.values import Move
 from tests.fow.test_movegen import RANDOM_FENS
 
 
@@ -103,13 +105,20 @@ def _random_game(seed: int, plies: int) -> tuple[str, list[int]]:
 def test_pgn_round_trip() -> None:
     for seed in range(8):
         fen, moves = _random_game(seed, 120)
-        text = write_pgn(moves, fen, {"White": "A", "Black": 'B "quoted"'}, "*")
+        record = Game(fen)
+        for m in moves:
+            if record.is_over():
+                break
+            record.push(m)
+        moves = record.move_codes
+        text = write_pgn(moves, fen, {"White": "A", "Black": 'B "quoted"'}, record.result)
         assert '[Variant "Fog of War"]' in text
         assert all(len(line) <= 80 for line in text.splitlines())
         game = read_pgn(text)
-        assert list(game.moves) == moves
+        assert list(game.moves) == [Move.from_code(m) for m in moves]
         assert game.headers["Black"] == 'B "quoted"'
-        assert game.result == "*"
+        assert game.result == record.result
+        assert game.outcome == record.outcome
 
 
 def test_pgn_from_a_position_and_several_games() -> None:
@@ -140,7 +149,7 @@ Nc6 3. Bb5 a6 1-0
     [
         ('[Event "x"]\n[Variant "Fog of War"]\n\n1. e4 e5 2. Ke3 *\n', 4, "1. e4 e5 2. Ke3 *"),
         ('[Event "x"\n\n1. e4 *\n', 1, '[Event "x"'),
-        ('[Variant "Chess960"]\n\n1. e4 *\n', None, "Chess960"),
+        ('[Variant "Chess960"]\n\n1. e4 *\n', 1, "Chess960"),
         ('[Event "x"]\n\n1. e4 {open comment\n2. d4 *\n', 3, "1. e4 {open comment"),
         ('[Event "x"]\n\n1. e4 e5 1-0 2. d4\n', 3, "1. e4 e5 1-0 2. d4"),
         ('[Event "x"]\n\n1. e4 (1. d4 *\n', 3, "1. e4 (1. d4 *"),

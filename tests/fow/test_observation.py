@@ -185,7 +185,7 @@ def test_bad_dark_fen_raises_quoting_it(text: str) -> None:
 
 
 def test_bad_arguments() -> None:
-    with pytest.raises(ValueError, match="player"):
+    with pytest.raises(ValueError, match="invalid color: 2"):
         observe(from_fen(STARTING_FEN), 2)
     with pytest.raises(TypeError):
         observe(np.zeros(16, dtype=np.int64), WHITE)

@@ -210,7 +210,8 @@ def test_position_class() -> None:
     assert len(p.legal_moves()) == 20 and p.turn == 0
     p.push_uci("e2e4")
     assert p.fen() == "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1"
-    assert piece_at(p.arr, chess.E4) == 0 and p.piece_at(chess.E2) == -1
+    assert piece_at(p.arr, chess.E4) == 0 and p.piece_at(chess.E2) is None
+    assert p.piece_at("e4") == p.piece_at(chess.E4) and str(p.piece_at("e4")) == "P"
     with pytest.raises(MoveError):
         p.push_uci("e2e4")
     q = p.copy()
