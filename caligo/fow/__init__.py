@@ -7,8 +7,8 @@ The front door, as python-chess's `chess` module is for chess::
     >>> pos.push("e2e4")                          # UCI text, a fow.Move or a chess.Move
     >>> obs = fow.observe(pos, fow.BLACK)         # what black sees (chess.BLACK works too)
     >>> belief = fow.BeliefSet.initial("black").update_opponent_move(obs)
-    >>> len(belief), belief.sample(1)
-    (20, [Position('...')])
+    >>> len(belief), pos in belief                # white's 20 first moves look alike to black
+    (20, True)
 
 Colours: `WHITE`/`BLACK` here are `Color` members (0 and 1, caligo's player numbers);
 python-chess's `chess.WHITE` (True) is read as white wherever a colour is taken. The numba

@@ -128,3 +128,25 @@ def test_illegal_and_malformed_pushes_name_the_move() -> None:
         with pytest.raises(MoveError):
             pos.push(bad)  # type: ignore[arg-type]
     assert pos == Position()
+
+
+def test_the_package_is_the_front_door() -> None:
+    # usability #39: `from caligo import fow` gives the entry points, as `import chess` does
+    import caligo.fow as fow
+    from caligo.errors import CaligoError
+
+    assert sorted(fow.__all__) == sorted(set(fow.__all__))
+    for name in fow.__all__:
+        assert hasattr(fow, name), name
+    for error in (fow.FowError, fow.FenError, fow.MoveError, fow.PgnError, fow.BeliefError):
+        assert issubclass(error, CaligoError) and issubclass(error, ValueError)
+    # the module docstring's example
+    pos = fow.Position()
+    pos.push("e2e4")
+    obs = fow.observe(pos, fow.BLACK)
+    belief = fow.BeliefSet.initial("black").update_opponent_move(obs)
+    assert len(belief) == 20 and pos in belief
+    assert isinstance(belief.sample(1)[0], fow.Position)
+    assert repr(belief) == "<BeliefSet black ply=1 |P|=20 exact>"
+    assert repr(obs).startswith("<Observation black '") and obs.dark_fen() in repr(obs)
+    assert repr(fow.Game()) == f"<Game {fow.STARTING_FEN!r} ply=0 result=*>"
