@@ -313,6 +313,13 @@ def test_fen_validity_agrees_with_python_chess_on_random_placements() -> None:
 
 
 def test_side_to_move_without_king_is_game_over() -> None:
-    # FoW: the side to move lost its king on the last move; nothing is left to play.
-    pos = Position.from_fen("4k3/8/8/8/8/8/8/8 w - - 0 1")
+    # FoW (docs/fow.md): the side to move lost its king on the last move; the game is over and
+    # the other side has won (seed 001 appendix A: capturing the king wins).
+    from caligo.fow.game import Game, Termination
+
+    fen = "4k3/8/8/8/8/8/8/8 w - - 0 1"
+    pos = Position.from_fen(fen)
     assert pos.is_over() and pos.legal_moves() == []
+    game = Game(fen)
+    assert game.outcome is not None and game.result == "0-1"
+    assert game.outcome.termination is Termination.KING_CAPTURE and game.legal_moves() == []
