@@ -14,6 +14,8 @@ Kernels (`@njit(cache=True, nogil=True)`): arrays and scalars in, counts out, ne
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numba import njit
 
@@ -424,11 +426,17 @@ def _checked_depth(depth: object) -> int:
     return int(depth)
 
 
-def _overflow(pos: np.ndarray) -> TooManyMovesError:
-    return TooManyMovesError(
-        f"a position on the way from {to_fen(pos)!r} has more than MAX_MOVES = {MAX_MOVES} "
-        "FoW moves (possible only in a position built by hand)"
-    )
+def _count(kernel: Callable[..., np.int64], pos: PositionLike, depth: int) -> int:
+    """Run a perft kernel on a Position or array; raise TooManyMovesError on its overflow
+    status."""
+    arr = position_array(pos)
+    n = int(kernel(arr, _checked_depth(depth), MAX_MOVES))
+    if n == MOVES_OVERFLOW:
+        raise TooManyMovesError(
+            f"a position on the way from {to_fen(arr)!r} has more than MAX_MOVES = {MAX_MOVES} "
+            "FoW moves (possible only in a position built by hand)"
+        )
+    return n
 
 
 def perft(pos: PositionLike, depth: int) -> int:
@@ -437,31 +445,19 @@ def perft(pos: PositionLike, depth: int) -> int:
     Leaves are move sequences of length `depth`; a line ends when a king is captured; the last
     ply is bulk-counted. Raises TooManyMovesError instead of losing moves (see MAX_MOVES).
     """
-    arr = position_array(pos)
-    n = int(_perft_kernel(arr, _checked_depth(depth), MAX_MOVES))
-    if n == MOVES_OVERFLOW:
-        raise _overflow(arr)
-    return n
+    return _count(_perft_kernel, pos, depth)
 
 
 def perft_make(pos: PositionLike, depth: int) -> int:
     """Return the FoW perft count making and unmaking every move, leaf moves included (the
     make/unmake benchmark); equals `perft`. The position is restored."""
-    arr = position_array(pos)
-    n = int(_perft_make_kernel(arr, _checked_depth(depth), MAX_MOVES))
-    if n == MOVES_OVERFLOW:
-        raise _overflow(arr)
-    return n
+    return _count(_perft_make_kernel, pos, depth)
 
 
 def perft_legal(pos: PositionLike, depth: int) -> int:
     """Return the standard-chess perft count: FoW moves filtered by `is_legal_chess` (checks
     the generator against published perft counts)."""
-    arr = position_array(pos)
-    n = int(_perft_legal_kernel(arr, _checked_depth(depth), MAX_MOVES))
-    if n == MOVES_OVERFLOW:
-        raise _overflow(arr)
-    return n
+    return _count(_perft_legal_kernel, pos, depth)
 
 
 def move_buffer(pos: np.ndarray) -> tuple[np.ndarray, int]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import chess
@@ -31,7 +32,12 @@ from caligo.fow.belief import (
     pack_positions,
 )
 from caligo.fow.movegen import legal_moves
-from caligo.fow.observation import fow_moves_reference, observe, observe_reference
+from caligo.fow.observation import (
+    Observation,
+    fow_moves_reference,
+    observe,
+    observe_reference,
+)
 from caligo.fow.position import (
     BLACK,
     STARTING_FEN,
@@ -406,13 +412,16 @@ def _brute_force_opponent_update(
     return out
 
 
-def test_opponent_update_equals_brute_force_on_larger_sets() -> None:
-    rng = random.Random(12)
-    compared = 0
-    for _ in range(6 if SHORT else 20):
-        pos = from_fen(STARTING_FEN)
-        beliefs = [BeliefSet.initial(WHITE), BeliefSet.initial(BLACK)]
-        for _ply in range(14):
+def _random_updates(
+    fens: tuple[str, ...], games: int, plies: int, rng: random.Random
+) -> Iterator[tuple[int, bool, int, Observation, BeliefSet, BeliefSet]]:
+    """Random FoW games from `fens` (in turn), both players' P updated after every ply; yields
+    (player, own move?, move, observation, P before, P after) per player and ply."""
+    for game in range(games):
+        fen = fens[game % len(fens)]
+        pos = from_fen(fen)
+        beliefs = [BeliefSet.initial(WHITE, fen), BeliefSet.initial(BLACK, fen)]
+        for _ply in range(plies):
             moves = legal_moves(pos)
             if _over(pos) or not moves:
                 break
@@ -424,12 +433,19 @@ def test_opponent_update_equals_brute_force_on_larger_sets() -> None:
                 before = beliefs[p]
                 if p == mover:
                     beliefs[p] = before.update_own_move(move, obs)
-                    continue
-                beliefs[p] = before.update_opponent_move(obs)
-                if len(before) <= 3000:
-                    expected = _brute_force_opponent_update(before.positions(), p, obs.to_array())
-                    assert {r.tobytes() for r in beliefs[p].rows} == expected
-                    compared += 1
+                else:
+                    beliefs[p] = before.update_opponent_move(obs)
+                yield p, p == mover, move, obs, before, beliefs[p]
+
+
+def test_opponent_update_equals_brute_force_on_larger_sets() -> None:
+    compared = 0
+    updates = _random_updates((STARTING_FEN,), 6 if SHORT else 20, 14, random.Random(12))
+    for p, own, _move, obs, before, after in updates:
+        if not own and len(before) <= 3000:
+            expected = _brute_force_opponent_update(before.positions(), p, obs.to_array())
+            assert {r.tobytes() for r in after.rows} == expected
+            compared += 1
     assert compared > 30
 
 
@@ -493,34 +509,17 @@ _CORNER_FENS = (
 def test_own_moves_equal_brute_force_with_multiplicity() -> None:
     # Expected: a plain loop over movegen + observe (both checked against python-chess) with
     # the duplicates kept; P must hold each distinct child exactly once.
-    rng = random.Random(31)
     compared = 0
-    for game in range(40 if SHORT else 160):
-        fen = _CORNER_FENS[game % len(_CORNER_FENS)]
-        pos = from_fen(fen)
-        beliefs = [BeliefSet.initial(WHITE, fen), BeliefSet.initial(BLACK, fen)]
-        for _ply in range(14):
-            moves = legal_moves(pos)
-            if _over(pos) or not moves:
-                break
-            move = rng.choice(moves)
-            mover = int(pos[12])
-            _play(pos, move)
-            for p in (WHITE, BLACK):
-                obs = observe(pos, p)
-                before = beliefs[p]
-                if p != mover:
-                    beliefs[p] = before.update_opponent_move(obs)
-                    continue
-                beliefs[p] = before.update_own_move(move, obs)
-                if len(before) > 2000:
-                    continue
-                children = _brute_force_own_update(before.positions(), p, move, obs.to_array())
-                rows = [r.tobytes() for r in beliefs[p].rows]
-                assert len(rows) == len(set(rows)) == len(set(children)), (fen, move_to_uci(move))
-                assert set(rows) == set(children)
-                assert beliefs[p].size_seen == len(rows) and beliefs[p].exact
-                compared += 1
+    updates = _random_updates(_CORNER_FENS, 40 if SHORT else 160, 14, random.Random(31))
+    for p, own, move, obs, before, after in updates:
+        if not own or len(before) > 2000:
+            continue
+        children = _brute_force_own_update(before.positions(), p, move, obs.to_array())
+        rows = [r.tobytes() for r in after.rows]
+        assert len(rows) == len(set(rows)) == len(set(children)), move_to_uci(move)
+        assert set(rows) == set(children)
+        assert after.size_seen == len(rows) and after.exact
+        compared += 1
     assert compared > 200
 
 
