@@ -128,8 +128,8 @@ def _belief(args: argparse.Namespace) -> int:
                 if not beliefs[side].exact:
                     b = beliefs[side]
                     notes.append(
-                        f"{side}'s P capped: holding {len(b)} of "
-                        f"{bound[b.size_kind]}{b.size_seen} consistent positions (sample)"
+                        f"{side}'s P is a sample (cap {config.max_positions}): holding "
+                        f"{len(b)} of {bound[b.size_kind]}{b.size_seen} consistent positions"
                     )
             row = {"ply": ply, "move": san, "uci": move.uci()}
             row.update({str(s): _size(beliefs[s]) for s in sides})

@@ -96,7 +96,7 @@ def test_belief_cap_wording_plot_and_bad_plot_path(
     last = out.out.splitlines()[-2]
     exact = _sizes(moves, BLACK)[-1]
     assert exact > 400
-    assert f"black's P capped: holding 400 of {exact} consistent positions (sample)" in last
+    assert f"black's P is a sample (cap 400): holding 400 of {exact} consistent positions" in last
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and str(png) in out.err
     # a bad plot path is refused before any work, with the path quoted
     assert main([*args, "--plot", str(tmp_path / "x.foo")]) == 2
