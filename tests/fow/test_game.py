@@ -159,3 +159,22 @@ def test_repetition_counts_match_python_chess_on_random_games() -> None:
         out = g.outcome
         draws += out is not None and out.termination is Termination.THREEFOLD_REPETITION
     assert compared > 5000 and repeated > 100 and draws > 0
+
+
+def test_push_takes_uci_moves_and_python_chess_moves() -> None:
+    # usability #52: Game.push("e2e4") and Game.push(chess.Move) used to fail inside int()
+    from caligo.fow.values import Move
+
+    g = Game()
+    board = chess.Board()
+    for move in ("e2e4", chess.Move.from_uci("e7e5"), Move.from_uci("g1f3")):
+        g.push(move)
+        board.push(chess.Move.from_uci(str(move)))
+    g.push(g.legal_moves()[0])
+    board.push(g.moves[-1].to_chess())
+    assert g.fen() == board.fen(en_passant="fen")
+    assert [m.uci() for m in g.moves] == [m.uci() for m in board.move_stack]
+    assert g.turn == WHITE and str(g.turn) == "white"
+    assert repr(g) == f"<Game {g.fen()!r} ply=4 result=*>"
+    last = g.moves[-1]
+    assert g.pop() == last and g.ply == 3
