@@ -26,7 +26,7 @@ refuses what the reader would refuse.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -315,8 +315,12 @@ def _lines(text: str) -> list[tuple[int, str]]:
     return [(i + 1, line) for i, line in enumerate(text.splitlines()) if not line.startswith("%")]
 
 
-def iter_pgn_games(text: str) -> Iterable[PgnGame]:
-    """Yield the games of a PGN text one by one (raises PgnError at the first bad one)."""
+_Chunk = tuple[dict[str, str], dict[str, tuple[int, str]], list[tuple[int, str]], int]
+"""One game's text: tags, the line of each tag, numbered movetext lines, its last line."""
+
+
+def _chunks(text: str) -> Iterator[_Chunk]:
+    """Split a PGN text into games (tag section, then movetext up to the next tag)."""
     lines = _lines(text)
     i = 0
     n = len(lines)
@@ -341,9 +345,15 @@ def iter_pgn_games(text: str) -> Iterable[PgnGame]:
             body.append(lines[i])
             i += 1
         found = True
-        yield _parse_game(headers, tag_lines, body, first_line=lines[i - 1][0])
+        yield headers, tag_lines, body, lines[i - 1][0]
     if not found:
         raise PgnError("no game in pgn text", 1, text[:80])
+
+
+def iter_pgn_games(text: str) -> Iterator[PgnGame]:
+    """Yield the games of a PGN text one by one (raises PgnError at the first bad one)."""
+    for chunk in _chunks(text):
+        yield _parse_game(*chunk)
 
 
 def read_pgns(text: str) -> list[PgnGame]:
@@ -352,20 +362,19 @@ def read_pgns(text: str) -> list[PgnGame]:
 
 
 def read_pgn(text: str, index: int | None = None) -> PgnGame:
-    """Parse the single game of a PGN text, or its game number `index` (1-based) when given;
-    raise PgnError if there is no such game (or, without `index`, more than one)."""
-    if index is None:
-        games = read_pgns(text)
-        if len(games) != 1:
-            raise PgnError(f"expected one game, found {len(games)} (choose one by number)")
-        return games[0]
-    if isinstance(index, bool) or not isinstance(index, int) or index < 1:
+    """Parse the single game of a PGN text, or its game number `index` (1-based) when given
+    (the other games are split off but not parsed); raise PgnError if there is no such game
+    (or, without `index`, more than one)."""
+    if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 1):
         raise PgnError(f"game number must be a positive int, got {index!r}")
-    count = 0
-    for count, game in enumerate(iter_pgn_games(text), start=1):
-        if count == index:
-            return game
-    raise PgnError(f"no game {index}: the pgn text holds {count}")
+    chunks = list(_chunks(text))
+    if index is None:
+        if len(chunks) != 1:
+            raise PgnError(f"expected one game, found {len(chunks)} (choose one by number)")
+        index = 1
+    if index > len(chunks):
+        raise PgnError(f"no game {index}: the pgn text holds {len(chunks)}")
+    return _parse_game(*chunks[index - 1])
 
 
 def _parse_game(

@@ -244,6 +244,11 @@ def test_bom_percent_lines_glyphs_and_game_numbers() -> None:
         read_pgn(text)
     with pytest.raises(PgnError, match="no game 3: the pgn text holds 2"):
         read_pgn(text, 3)
+    # a broken game does not hide the others when one is picked by number
+    broken = '[Event "bad"]\n\n1. e4 e5 2. Ke3 *\n\n' + two
+    assert read_pgn(broken, 2).headers["Event"] == "two"
+    with pytest.raises(PgnError, match="illegal san"):
+        read_pgn(broken, 1)
     game = read_pgn("\ufeff1. e4 ! e5 ?! 2. Nf3 !! Nc6 ?? *\n")
     assert [m.uci() for m in game.moves] == ["e2e4", "e7e5", "g1f3", "b8c6"]
 
