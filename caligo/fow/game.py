@@ -36,6 +36,12 @@ class Game:
 
     `Game()` starts from the initial position, `Game(fen)` (or `Game(position)`) from another
     one. `push` takes a `Move`, UCI text, a python-chess `chess.Move` or a kernel move code.
+
+    `Game` is the referee's record, which engines and the play layer drive move by move, so
+    it hands out moves as the kernels' `uint16` codes (ints: `legal_moves`, `moves`, `pop`),
+    exactly what `push` takes back; `move_to_uci(code)` or `Move.from_code(code)` name them,
+    and `board()` gives the current position as a `Position`, whose `legal_moves()` are
+    `Move`s.
     """
 
     def __init__(self, fen: str | Position = STARTING_FEN) -> None:
@@ -65,14 +71,13 @@ class Game:
         return [p.copy() for p in self._positions]
 
     @property
-    def moves(self) -> list[Move]:
-        """The moves played."""
-        return [Move.from_code(m) for m in self._moves]
-
-    @property
-    def move_codes(self) -> list[int]:
-        """The moves played as kernel uint16 codes (the engine's form)."""
+    def moves(self) -> list[int]:
+        """The moves played, as kernel uint16 codes."""
         return list(self._moves)
+
+    def move_list(self) -> list[Move]:
+        """The moves played, as Moves."""
+        return [Move.from_code(m) for m in self._moves]
 
     @property
     def captures(self) -> list[int]:
@@ -108,11 +113,11 @@ class Game:
         """FEN of the true position."""
         return to_fen(self._positions[-1])
 
-    def legal_moves(self) -> list[Move]:
-        """The FoW moves of the side to move; [] once the game is over."""
+    def legal_moves(self) -> list[int]:
+        """The FoW moves of the side to move as kernel codes; [] once the game is over."""
         if self.is_over():
             return []
-        return [Move.from_code(m) for m in legal_moves(self._positions[-1])]
+        return legal_moves(self._positions[-1])
 
     def repetitions(self) -> int:
         """How often the current true position has occurred (including now)."""
@@ -151,15 +156,15 @@ class Game:
             raise GameOverError(f"game is over ({self.result}); cannot play {san!r}")
         return self.push(parse_san(self._positions[-1], san))
 
-    def pop(self) -> Move:
-        """Take back the last move and return it."""
+    def pop(self) -> int:
+        """Take back the last move and return its code."""
         if not self._moves:
             raise MoveError("no move to take back")
         self._positions.pop()
         self._referee.undo()
         self._captures.pop()
         self._outcomes.pop()
-        return Move.from_code(self._moves.pop())
+        return self._moves.pop()
 
     # --- PGN -------------------------------------------------------------------------------
 

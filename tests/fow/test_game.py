@@ -170,10 +170,12 @@ def test_push_takes_uci_moves_and_python_chess_moves() -> None:
     for move in ("e2e4", chess.Move.from_uci("e7e5"), Move.from_uci("g1f3")):
         g.push(move)
         board.push(chess.Move.from_uci(str(move)))
-    g.push(g.legal_moves()[0])
-    board.push(g.moves[-1].to_chess())
+    g.push(g.legal_moves()[0])  # the referee's codes go back in as they came out
+    board.push(g.move_list()[-1].to_chess())
     assert g.fen() == board.fen(en_passant="fen")
-    assert [m.uci() for m in g.moves] == [m.uci() for m in board.move_stack]
+    assert [m.uci() for m in g.move_list()] == [m.uci() for m in board.move_stack]
+    assert [move_to_uci(m) for m in g.moves] == [m.uci() for m in board.move_stack]
+    assert g.board().legal_moves() == [Move.from_code(m) for m in g.legal_moves()]
     assert g.turn == WHITE and str(g.turn) == "white"
     assert repr(g) == f"<Game {g.fen()!r} ply=4 result=*>"
     last = g.moves[-1]

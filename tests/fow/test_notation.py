@@ -112,7 +112,7 @@ def test_pgn_round_trip() -> None:
             if record.is_over():
                 break
             record.push(m)
-        moves = record.move_codes
+        moves = record.moves
         text = write_pgn(moves, fen, {"White": "A", "Black": 'B "quoted"'}, record.result)
         assert '[Variant "Fog of War"]' in text
         assert all(len(line) <= 80 for line in text.splitlines())
