@@ -89,7 +89,7 @@ def _belief(args: argparse.Namespace) -> int:
     from caligo.fow.belief import BeliefConfig, BeliefSet, SizeKind
     from caligo.fow.game import Game
     from caligo.fow.observation import observe
-    from caligo.fow.position import Position
+    from caligo.fow.position import Position, move_to_uci
     from caligo.fow.values import Color
 
     plot = _plot_path(args.plot)
@@ -131,7 +131,7 @@ def _belief(args: argparse.Namespace) -> int:
                         f"{side}'s P is a sample (cap {config.max_positions}): holding "
                         f"{len(b)} of {bound[b.size_kind]}{b.size_seen} consistent positions"
                     )
-            row = {"ply": ply, "move": san, "uci": move.uci()}
+            row = {"ply": ply, "move": san, "uci": move_to_uci(move)}
             row.update({str(s): _size(beliefs[s]) for s in sides})
             rows.append(row)
             bar(1)
@@ -239,7 +239,7 @@ def _perft(args: argparse.Namespace) -> int:
 
 def _view(args: argparse.Namespace) -> int:
     from caligo.fow.observation import observe
-    from caligo.fow.position import Position
+    from caligo.fow.position import Position, move_to_uci
     from caligo.fow.values import Color
     from caligo.fow.view import view_data, view_svg
 
@@ -254,7 +254,7 @@ def _view(args: argparse.Namespace) -> int:
         mover = pos.turn
         pos.push(move)
         if mover == side:
-            own_last = move.uci()
+            own_last = move_to_uci(move)
             own_obs = observe(pos, side)
     obs = observe(pos, side)
     prev = own_obs if obs != own_obs else None

@@ -178,15 +178,20 @@ def parse_san(pos: PositionLike, san: str) -> int:
 
 @dataclass(frozen=True)
 class PgnGame:
-    """One PGN game: tag pairs, start position, FoW moves, result, and the outcome the moves
+    """One PGN game: tag pairs, start position, FoW moves (kernel codes, what `Game.push` and
+    the play layer take; `move_list()` gives them as Moves), result, and the outcome the moves
     reached by the rules (None when the record stops before the game is decided on the board,
     e.g. a resignation)."""
 
     headers: dict[str, str] = field(default_factory=dict)
     start_fen: str = STARTING_FEN
-    moves: tuple[Move, ...] = ()
+    moves: tuple[int, ...] = ()
     result: str = "*"
     outcome: Outcome | None = None
+
+    def move_list(self) -> list[Move]:
+        """The moves as Moves."""
+        return [Move.from_code(m) for m in self.moves]
 
     def __repr__(self) -> str:
         names = f"{self.headers.get('White', '?')} - {self.headers.get('Black', '?')}"
@@ -402,7 +407,7 @@ def _parse_game(
     undo = np.empty(UNDO_WORDS, dtype=np.uint64)
     referee = Referee()
     outcome = referee.start(pos)
-    moves: list[Move] = []
+    moves: list[int] = []
     result = None
     result_at: tuple[int, str] = (first_line, "")
     depth = 0
@@ -457,7 +462,7 @@ def _parse_game(
             m = parse_san(pos, stripped)
         except MoveError as exc:
             raise PgnError(str(exc), *where(match.start())) from None
-        moves.append(Move.from_code(m))
+        moves.append(m)
         make_move(pos, m, undo)
         outcome = referee.after(pos)
     if depth != 0:

@@ -117,7 +117,8 @@ def test_pgn_round_trip() -> None:
         assert '[Variant "Fog of War"]' in text
         assert all(len(line) <= 80 for line in text.splitlines())
         game = read_pgn(text)
-        assert list(game.moves) == [Move.from_code(m) for m in moves]
+        assert list(game.moves) == moves
+        assert game.move_list() == [Move.from_code(m) for m in moves]
         assert game.headers["Black"] == 'B "quoted"'
         assert game.result == record.result
         assert game.outcome == record.outcome
@@ -250,7 +251,7 @@ def test_bom_percent_lines_glyphs_and_game_numbers() -> None:
     with pytest.raises(PgnError, match="illegal san"):
         read_pgn(broken, 1)
     game = read_pgn("\ufeff1. e4 ! e5 ?! 2. Nf3 !! Nc6 ?? *\n")
-    assert [m.uci() for m in game.moves] == ["e2e4", "e7e5", "g1f3", "b8c6"]
+    assert [m.uci() for m in game.move_list()] == ["e2e4", "e7e5", "g1f3", "b8c6"]
 
 
 def _exported_chess_games(n: int, seed: int) -> list[chess.pgn.Game]:
@@ -301,7 +302,7 @@ def test_pgn_syntax_agrees_with_python_chess() -> None:
             assert "ambiguous san" in str(exc)
             ambiguous += 1
             continue
-        assert [m.uci() for m in ours.moves] == moves
+        assert [m.uci() for m in ours.move_list()] == moves
         assert ours.headers["Event"] == f"random {i - 1}"
         agreed += 1
     assert agreed >= 50
