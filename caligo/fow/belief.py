@@ -619,7 +619,7 @@ class BeliefSet:
     and `sample_array()`.
     """
 
-    player: Color
+    player: int  # stored as a Color: any `color()` spelling is converted
     rows: np.ndarray
     ply: int
     exact: bool

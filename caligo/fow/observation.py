@@ -198,13 +198,14 @@ class Observation:
 
     `pieces[code]` (code = color*6 + piece) is that piece bitboard restricted to `visible`;
     `ep_square` is 64 unless the observer is to move and can capture en passant there.
-    `player` and `side_to_move` are `Color`s (any `color()` spelling is accepted and converted).
+    `player` and `side_to_move` are stored as `Color`s (any `color()` spelling is accepted and
+    converted; annotated `int`, which a Color is, so callers may pass 0/1).
     """
 
-    player: Color
+    player: int
     visible: int
     pieces: tuple[int, ...]
-    side_to_move: Color
+    side_to_move: int
     castling: int
     ep_square: int
 

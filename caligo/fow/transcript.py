@@ -59,7 +59,7 @@ class TranscriptEntry:
 class Transcript:
     """A player's whole game: the start FEN and one entry per ply."""
 
-    player: Color
+    player: int  # stored as a Color: any `color()` spelling is converted
     start_fen: str
     entries: tuple[TranscriptEntry, ...]
 
