@@ -30,8 +30,11 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
-from caligo.fow.bitboard import SQUARE_NAMES
 from caligo.fow.errors import ColorError, MoveError
+
+SQUARE_NAMES: tuple[str, ...] = tuple(f + r for r in "12345678" for f in "abcdefgh")
+"""Square names in index order (a1 = 0, h8 = 63), built here (not in `bitboard`, which re-exports
+them) so that this module needs no numba."""
 
 
 class Color(IntEnum):

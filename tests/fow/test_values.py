@@ -150,3 +150,19 @@ def test_the_package_is_the_front_door() -> None:
     assert repr(belief) == "<BeliefSet black ply=1 |P|=20 exact>"
     assert repr(obs).startswith("<Observation black '") and obs.dark_fen() in repr(obs)
     assert repr(fow.Game()) == f"<Game {fow.STARTING_FEN!r} ply=0 result=*>"
+
+
+def test_importing_the_package_stays_light() -> None:
+    # the names load on first use (as caligo's own do): `import caligo.fow` brings in neither
+    # numba (which imports scipy) nor the kernels
+    import subprocess
+    import sys
+
+    heavy = ("numba", "scipy", "caligo.fow.position", "caligo.fow.belief", "pyspiel")
+    code = (
+        "import sys, caligo.fow; "
+        f"print(','.join(m for m in {heavy!r} if m in sys.modules)); "
+        "caligo.fow.Position; print('caligo.fow.position' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["True"]
