@@ -1,48 +1,274 @@
-"""Sub-commands of the fow area: `caligo fow belief PGN --as white|black`."""
+"""Sub-commands of the fow area: `caligo fow belief`, `caligo fow perft`, `caligo fow view`.
+
+- `belief PGN --as white|black|both`: the size of a player's set P of possible positions after
+  every ply (a table, `--json`, `--plot` with a log y axis); PGN `-` reads standard input.
+- `perft FEN DEPTH [--divide] [--chess]`: FoW perft (or standard chess with `--chess`).
+- `view PGN --ply N --as white|black [-o board.svg]`: a player's view after ply N, as SVG or JSON.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+_SIDES = ("white", "black")
+
+
+@contextmanager
+def _quiet_broken_pipe() -> Iterator[None]:
+    """Stop quietly when the reader of stdout goes away (`caligo fow belief x.pgn | head`)."""
+    try:
+        yield
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # the interpreter flushes stdout again at exit: point it at /dev/null first
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise SystemExit(141) from None  # 128 + SIGPIPE, what a killed writer reports
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text.replace("_", "")) if text.isascii() else -1
+    except ValueError:
+        value = -1
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _nonnegative_int(text: str) -> int:
+    try:
+        value = int(text) if text.isascii() and text.isdigit() else -1
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+    return value
+
+
+def _read_game(source: str, number: int | None) -> Any:
+    """Read game `number` (1-based) of the PGN file `source` ('-' = stdin)."""
+    from caligo.fow.notation import read_pgn
+
+    text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    return read_pgn(text, number)
+
+
+def _plot_path(path: str | None) -> Path | None:
+    """Check a plot path before the work starts (matplotlib picks the format by suffix)."""
+    if path is None:
+        return None
+    out = Path(path)
+    if out.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise ValueError(f"plot file must end in .png, .svg or .pdf: {path!r}")
+    if out.is_dir() or not out.parent.is_dir():
+        raise ValueError(f"cannot write the plot to {path!r} (no such directory, or a directory)")
+    return out
+
+
+def _ending(game: Any, final: Any) -> str:
+    """The closing line: result and how the game ended."""
+    outcome = final.outcome
+    if outcome is not None:
+        return f"result {outcome.result} ({outcome.termination.value})"
+    if game.result != "*":
+        how = game.headers.get("Termination", "not decided on the board")
+        return f"result {game.result} ({how})"
+    return "result * (game unfinished)"
+
 
 def _belief(args: argparse.Namespace) -> int:
-    import numpy as np
-
     from caligo.fow.belief import BeliefConfig, BeliefSet, SizeKind
-    from caligo.fow.notation import move_to_san, read_pgn
+    from caligo.fow.game import Game
     from caligo.fow.observation import observe
-    from caligo.fow.position import BLACK, UNDO_WORDS, WHITE, from_fen, make_move
+    from caligo.fow.position import Position, move_to_uci
+    from caligo.fow.values import Color
 
-    player = WHITE if args.side == "white" else BLACK
-    game = read_pgn(Path(args.pgn).read_text())
+    plot = _plot_path(args.plot)
+    pgn = _read_game(args.pgn, args.game)
+    sides = [Color.WHITE, Color.BLACK] if args.side == "both" else [Color[args.side.upper()]]
     config = BeliefConfig(max_positions=args.max_positions, seed=args.seed)
-    belief = BeliefSet.initial(player, game.start_fen, config)
-    pos = from_fen(game.start_fen)
-    undo = np.empty(UNDO_WORDS, dtype=np.uint64)
-    print(f"# |P| for {args.side} after every ply of {args.pgn}")
-    print(f"{'ply':>4}  {'move':<8} {'|P|':>10}")
-    print(f"{0:>4}  {'start':<8} {len(belief):>10}")
-    for ply, move in enumerate(game.moves, start=1):
-        san = move_to_san(pos, move)
-        mover = int(pos[12])
-        make_move(pos, move, undo)
-        obs = observe(pos, player)
-        if mover == player:
-            belief = belief.update_own_move(move, obs)
+    beliefs = {side: BeliefSet.initial(side, pgn.start_fen, config) for side in sides}
+    pos = Position(pgn.start_fen)
+    game = Game(pgn.start_fen)
+    rows: list[dict[str, Any]] = [
+        {"ply": 0, "move": None, "uci": None, **{str(s): _size(beliefs[s]) for s in sides}}
+    ]
+    bound = {SizeKind.EXACT: "", SizeKind.LOWER_BOUND: ">= ", SizeKind.ESTIMATE: "~"}
+    width = 12
+    source = "stdin" if args.pgn == "-" else args.pgn
+    bar = _progress(len(pgn.moves), quiet=not args.json)
+
+    with _quiet_broken_pipe():
+        if not args.json:
+            print(f"# |P| (positions the player cannot tell apart) after every ply of {source}")
+            print(f"{'ply':>4}  {'move':<8}" + "".join(f" {s!s:>{width}}" for s in sides))
+            print(f"{0:>4}  {'start':<8}" + "".join(f" {1:>{width}}" for _ in sides))
+        for ply, move in enumerate(pgn.moves, start=1):
+            san = pos.san(move)
+            mover = pos.turn
+            pos.push(move)
+            game.push(move)
+            notes = []
+            for side in sides:
+                obs = observe(pos, side)
+                b = beliefs[side]
+                if mover == side:
+                    beliefs[side] = b.update_own_move(move, obs)
+                else:
+                    beliefs[side] = b.update_opponent_move(obs)
+                if not beliefs[side].exact:
+                    b = beliefs[side]
+                    notes.append(
+                        f"{side}'s P is a sample (cap {config.max_positions}): holding "
+                        f"{len(b)} of {bound[b.size_kind]}{b.size_seen} consistent positions"
+                    )
+            row = {"ply": ply, "move": san, "uci": move_to_uci(move)}
+            row.update({str(s): _size(beliefs[s]) for s in sides})
+            rows.append(row)
+            bar(1)
+            if not args.json:
+                cells = "".join(f" {len(beliefs[s]):>{width}}" for s in sides)
+                print(f"{ply:>4}  {san:<8}{cells}" + (f"  ({'; '.join(notes)})" if notes else ""))
+        bar(0)
+        ending = _ending(pgn, game)
+        if args.json:
+            print(json.dumps(_belief_json(pgn, source, sides, rows, game, config), indent=1))
         else:
-            belief = belief.update_opponent_move(obs)
-        note = ""
-        if not belief.exact:
-            bound = {SizeKind.EXACT: "", SizeKind.LOWER_BOUND: ">= ", SizeKind.ESTIMATE: "~"}
-            note = (
-                f"  (uniform sample of {bound[belief.size_kind]}{belief.size_seen}"
-                " consistent positions)"
-            )
-        print(f"{ply:>4}  {san:<8} {len(belief):>10}{note}")
-        if int(pos[5]) == 0 or int(pos[11]) == 0:
-            break
+            print(f"# {ending}")
+    if plot is not None:
+        _plot_sizes(plot, rows, [str(s) for s in sides], source)
+        print(f"plot written to {plot}", file=sys.stderr)
+    return 0
+
+
+def _size(belief: Any) -> dict[str, Any]:
+    return {
+        "stored": len(belief),
+        "consistent": belief.size_seen,
+        "kind": "exact" if belief.exact else belief.size_kind.value,
+    }
+
+
+def _belief_json(
+    pgn: Any, source: str, sides: list[Any], rows: list[dict[str, Any]], game: Any, config: Any
+) -> dict[str, Any]:
+    outcome = game.outcome
+    return {
+        "source": source,
+        "headers": dict(pgn.headers),
+        "start_fen": pgn.start_fen,
+        "sides": [str(s) for s in sides],
+        "max_positions": config.max_positions,
+        "plies": rows,
+        "result": pgn.result,
+        "termination": None if outcome is None else outcome.termination.value,
+    }
+
+
+def _progress(total: int, quiet: bool) -> Callable[[int], None]:
+    """A tqdm bar on a terminal's stderr when stdout shows nothing until the end; call with
+    an increment, 0 to close."""
+    if quiet or not sys.stderr.isatty():
+        return lambda n: None
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, unit="ply", file=sys.stderr, leave=False)
+
+    def step(n: int) -> None:
+        if n:
+            bar.update(n)
+        else:
+            bar.close()
+
+    return step
+
+
+def _plot_sizes(path: Path, rows: list[dict[str, Any]], sides: list[str], source: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    plies = [r["ply"] for r in rows]
+    for side in sides:
+        ax.plot(plies, [r[side]["consistent"] for r in rows], marker=".", label=side)
+    ax.set_yscale("log")
+    ax.set_xlabel("ply")
+    ax.set_ylabel("|P|: consistent positions")
+    ax.set_title(f"Positions each player cannot tell apart: {Path(source).name}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="best")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _perft(args: argparse.Namespace) -> int:
+    from caligo.fow.movegen import divide, perft, perft_legal
+    from caligo.fow.position import STARTING_FEN, Position
+
+    pos = Position(STARTING_FEN if args.fen == "startpos" else args.fen)
+    count = perft_legal if args.chess else perft
+    with _quiet_broken_pipe():
+        t0 = time.perf_counter()
+        if args.divide and args.depth > 0:
+            parts = divide(pos, args.depth, legal=args.chess)
+            for move in sorted(parts, key=lambda m: m.uci()):
+                print(f"{move.uci()}: {parts[move]}")
+            total = sum(parts.values())
+            print()
+        else:
+            total = count(pos, args.depth)
+        seconds = time.perf_counter() - t0
+        rules = "standard chess" if args.chess else "FoW"
+        print(f"{rules} perft {args.depth}: {total}")
+        rate = f", {total / seconds:,.0f} leaves/s" if seconds > 0 else ""
+        print(f"# {seconds:.3f} s{rate}", file=sys.stderr)
+    return 0
+
+
+def _view(args: argparse.Namespace) -> int:
+    from caligo.fow.observation import observe
+    from caligo.fow.position import Position, move_to_uci
+    from caligo.fow.values import Color
+    from caligo.fow.view import view_data, view_svg
+
+    pgn = _read_game(args.pgn, args.game)
+    if args.ply > len(pgn.moves):
+        raise ValueError(f"--ply {args.ply}: the game has {len(pgn.moves)} plies")
+    side = Color[args.side.upper()]
+    pos = Position(pgn.start_fen)
+    own_last: str | None = None
+    own_obs = None  # the player's observation right after their own last move
+    for move in pgn.moves[: args.ply]:
+        mover = pos.turn
+        pos.push(move)
+        if mover == side:
+            own_last = move_to_uci(move)
+            own_obs = observe(pos, side)
+    obs = observe(pos, side)
+    prev = own_obs if obs != own_obs else None
+    out = Path(args.output) if args.output else None
+    if args.json or (out is not None and out.suffix.lower() == ".json"):
+        text = json.dumps(view_data(obs, prev, own_last), indent=1) + "\n"
+    else:
+        text = view_svg(obs, prev, own_last)
+    if out is None:
+        with _quiet_broken_pipe():
+            sys.stdout.write(text)
+    else:
+        out.write_text(text)
+        print(f"{side}'s view after ply {args.ply} written to {out}", file=sys.stderr)
     return 0
 
 
@@ -50,11 +276,53 @@ def register(sub: Any) -> None:
     """Add this area's sub-commands."""
     fow = sub.add_parser("fow", help="Fog of War chess tools")
     fsub = fow.add_subparsers(dest="fow_command", required=True)
-    p = fsub.add_parser("belief", help="print the size of a player's set P after every ply")
-    p.add_argument("pgn", help="PGN file of one FoW game")
-    p.add_argument("--as", dest="side", choices=("white", "black"), required=True)
-    p.add_argument(
-        "--max-positions", type=int, default=2_000_000, help="memory cap of P (positions)"
+    fmt = argparse.ArgumentDefaultsHelpFormatter
+
+    p = fsub.add_parser(
+        "belief",
+        help="print the size of a player's set P after every ply",
+        description="Replay a FoW game and print, after every ply, how many positions each "
+        "player cannot tell apart (the belief set P of seed 001), then the result.",
+        formatter_class=fmt,
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of the subsample past the cap")
+    p.add_argument("pgn", help="PGN file of FoW games ('-' reads standard input)")
+    p.add_argument("--game", type=_positive_int, default=None,
+                   help="which game of a multi-game PGN (1 = first)")  # fmt: skip
+    p.add_argument("--as", dest="side", choices=(*_SIDES, "both"), default="both",
+                   help="whose P to follow")  # fmt: skip
+    p.add_argument("--max-positions", type=_positive_int, default=2_000_000,
+                   help="memory cap of P (positions); past it P is a uniform sample")  # fmt: skip
+    p.add_argument("--seed", type=_nonnegative_int, default=0,
+                   help="seed of the sample past the cap")  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print one JSON document instead")
+    p.add_argument("--plot", metavar="FILE", help="also plot |P| per ply (log y) to FILE.png")
     p.set_defaults(func=_belief)
+
+    p = fsub.add_parser(
+        "perft",
+        help="count move sequences from a position (FoW rules; --chess for chess)",
+        description="Count the FoW move sequences of length DEPTH from FEN (king captures end "
+        "a line). --divide prints the count below each first move.",
+        formatter_class=fmt,
+    )
+    p.add_argument("fen", help="position as FEN, or 'startpos'")
+    p.add_argument("depth", type=_nonnegative_int, help="plies")
+    p.add_argument("--divide", action="store_true", help="per-move counts first")
+    p.add_argument("--chess", action="store_true", help="standard chess moves instead")
+    p.set_defaults(func=_perft)
+
+    p = fsub.add_parser(
+        "view",
+        help="draw what one player sees after a ply of a game (SVG or JSON)",
+        description="Replay a FoW game to ply N and write the player's view: only what they "
+        "observe, fog hatched, their legal moves, own last move and lost pieces as hints.",
+        formatter_class=fmt,
+    )
+    p.add_argument("pgn", help="PGN file ('-' reads standard input)")
+    p.add_argument("--game", type=_positive_int, default=None, help="which game (1 = first)")
+    p.add_argument("--ply", type=_nonnegative_int, required=True, help="plies played (0 = start)")
+    p.add_argument("--as", dest="side", choices=_SIDES, required=True, help="whose view")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write to FILE (.svg; .json: view data); default stdout")  # fmt: skip
+    p.add_argument("--json", action="store_true", help="the view data as JSON instead of SVG")
+    p.set_defaults(func=_view)

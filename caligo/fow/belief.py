@@ -10,8 +10,12 @@ where o is the observation the player actually received. Each runs in a numba ke
 `_expand_kernel` (opponent ply) makes every move of every parent, compares the player's
 observation (`caligo.fow.observation._observe_kernel`) with o, after a cheap necessary test
 (the pieces on o's visible squares), and inserts matches into a hash table that drops
-duplicates; `_own_move_kernel` (own move) needs no table, because the move's destination is
-visible, so its contents agree in every parent and distinct parents give distinct children.
+duplicates; `_own_move_kernel` (own move) needs a table only in one case: the move's
+destination is visible, so its contents agree in every parent and the move is undone by nothing
+but the castling rights it clears. Those are the player's own (observed, equal in every parent)
+unless the move lands on the opponent's king or rook home square (a capture there, e.g. `h1h8`
+or `g2h1r`): then the opponent's right that told two parents apart is gone, and
+`_dedupe_kernel` merges the children (`own_move_needs_dedupe`).
 
 Storage. Positions that are the same for all future play are stored once: a row is the twelve
 piece bitboards plus one packed word (side to move bit 0, castling rights bits 1-4, en-passant
@@ -37,6 +41,7 @@ a false merge needs a 128-bit collision, probability about n^2 / 2^129 (10^-21 a
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -44,10 +49,11 @@ import numpy as np
 from numba import njit
 
 from caligo.fow.bitboard import FILES, PAWN_ATTACKS, RANKS, U0, U1, popcount
-from caligo.fow.errors import FowError
+from caligo.fow.errors import FowError, TooManyMovesError
 from caligo.fow.movegen import MAX_MOVES, count_moves, gen_moves
 from caligo.fow.observation import O_STM, OBS_WORDS, Observation, _observe_kernel
 from caligo.fow.position import (
+    CASTLE_KEEP,
     CASTLE_ROOK,
     KIND_CASTLING,
     KIND_EN_PASSANT,
@@ -60,10 +66,16 @@ from caligo.fow.position import (
     W_CLOCKS,
     W_EP,
     W_STM,
+    Position,
+    PositionLike,
     from_fen,
     make_move,
+    position_array,
+    resolve_move,
+    to_fen,
     unmake_move,
 )
+from caligo.fow.values import Color, ColorLike, MoveLike, color
 
 ROW_WORDS = 13
 """A stored position: 12 piece bitboards + packed (side | castling << 1 | ep << 5)."""
@@ -89,6 +101,7 @@ _S32 = np.uint64(32)
 ST_DONE = 0
 ST_GROW_ROWS = 1
 ST_GROW_TABLE = 2
+ST_OVERFLOW = 3  # parent state[S_NEXT] has more than MAX_MOVES moves (built by hand)
 
 # state slots of `_expand_kernel` (int64 array)
 S_NEXT = 0  # next parent index
@@ -258,6 +271,7 @@ def _expand_kernel(
     out_hash: np.ndarray,
     table: np.ndarray,
     state: np.ndarray,
+    max_moves: int,
 ) -> int:
     """Expand parents state[S_NEXT].. by every move of the side to move (an opponent ply) into
     the children whose observation equals `target`, deduplicated.
@@ -266,14 +280,16 @@ def _expand_kernel(
     (OBS_WORDS,): the observation received. clocks: clocks word for the unpacked parents (not
     observed, not stored). salt, threshold, count_threshold: fingerprint salt and the
     storage and counting bounds (see `_insert`). out_rows uint64 (R, ROW_WORDS), out_hash
-    uint64 (R,), table uint64 (T, 2), state int64 (S_WORDS,): in/out counters.
+    uint64 (R,), table uint64 (T, 2), state int64 (S_WORDS,): in/out counters. max_moves: move
+    buffer length (the module's move cap; smaller in tests of the overflow path).
     Returns ST_DONE, or ST_GROW_ROWS / ST_GROW_TABLE when it stopped (at a parent boundary,
-    with nothing pending) for more room; call again after growing.
+    with nothing pending) for more room; call again after growing. ST_OVERFLOW: parent
+    state[S_NEXT] has more than max_moves moves (only a hand-built array can).
     """
     pos = np.empty(POS_WORDS, dtype=np.uint64)
     undo = np.empty(UNDO_WORDS, dtype=np.uint64)
     obs = np.empty(OBS_WORDS, dtype=np.uint64)
-    moves = np.empty(MAX_MOVES, dtype=np.uint16)
+    moves = np.empty(max_moves, dtype=np.uint16)
     pend_rows = np.empty((BATCH, ROW_WORDS), dtype=np.uint64)
     pend_fp = np.empty((BATCH, 2), dtype=np.uint64)
     n_pend = 0
@@ -285,11 +301,11 @@ def _expand_kernel(
     st = state
     i = state[S_NEXT]
     while i < n_rows:
-        if state[S_ROWS] + MAX_MOVES + BATCH > cap_rows:
+        if state[S_ROWS] + max_moves + BATCH > cap_rows:
             _flush(pend_rows, pend_fp, n_pend, thr, cthr, out_rows, out_hash, table, st)
             state[S_NEXT] = i
             return ST_GROW_ROWS
-        if state[S_TABLE] + MAX_MOVES + BATCH > half_table:
+        if state[S_TABLE] + max_moves + BATCH > half_table:
             _flush(pend_rows, pend_fp, n_pend, thr, cthr, out_rows, out_hash, table, st)
             state[S_NEXT] = i
             return ST_GROW_TABLE
@@ -315,8 +331,10 @@ def _expand_kernel(
                 break
         opp_pawns = pos[(1 - player) * 6 + PAWN]
         n = gen_moves(pos, moves)
-        if n > MAX_MOVES:
-            n = MAX_MOVES
+        if n > max_moves:  # a hand-built parent: report, never drop moves
+            _flush(pend_rows, pend_fp, n_pend, thr, cthr, out_rows, out_hash, table, st)
+            state[S_NEXT] = i
+            return ST_OVERFLOW
         state[S_TESTED] += n
         for k in range(n):
             m = moves[k]
@@ -396,25 +414,31 @@ def _own_move_kernel(
     clocks: np.uint64,
     out_rows: np.ndarray,
     state: np.ndarray,
+    max_moves: int,
 ) -> int:
     """Apply the observer's own move to every parent; keep children whose observation is target.
 
-    No deduplication is needed: the move's destination (and an en-passant victim) is visible to
-    the observer, so its contents are the same in every parent and distinct parents give
-    distinct children. rows uint64 (>= n_rows, ROW_WORDS); target uint64 (OBS_WORDS,);
-    out_rows uint64 (>= n_rows, ROW_WORDS); state int64 (S_WORDS,) (S_ROWS, S_DISTINCT,
-    S_TESTED, S_ILLEGAL updated). Returns the number of children kept.
+    Children are not deduplicated here. Distinct parents give distinct children unless
+    `own_move_needs_dedupe` (see there); the caller then runs `_dedupe_kernel`.
+    rows uint64 (>= n_rows, ROW_WORDS); target uint64 (OBS_WORDS,); out_rows uint64
+    (>= n_rows, ROW_WORDS); state int64 (S_WORDS,) (S_ROWS, S_MATCHED, S_DISTINCT, S_TESTED,
+    S_ILLEGAL updated). max_moves: move buffer length.
+    Returns the number of children kept, or -1 if parent state[S_NEXT] has more than max_moves
+    moves (only a hand-built array can).
     """
     pos = np.empty(POS_WORDS, dtype=np.uint64)
     undo = np.empty(UNDO_WORDS, dtype=np.uint64)
     obs = np.empty(OBS_WORDS, dtype=np.uint64)
-    moves = np.empty(MAX_MOVES, dtype=np.uint16)
+    moves = np.empty(max_moves, dtype=np.uint16)
     n_out = 0
     for i in range(n_rows):
         _unpack_row(rows[i], clocks, pos)
         n = gen_moves(pos, moves)
+        if n > max_moves:  # a hand-built parent: report, never drop moves
+            state[S_NEXT] = i
+            return -1
         legal = False
-        for k in range(min(n, MAX_MOVES)):
+        for k in range(n):
             if int(moves[k]) == own_move:
                 legal = True
                 break
@@ -437,6 +461,54 @@ def _own_move_kernel(
     state[S_DISTINCT] = n_out
     state[S_NEXT] = n_rows
     return n_out
+
+
+def own_move_needs_dedupe(player: int, move: int) -> bool:
+    """Return True when the player's own `move` can map two parents of P onto one child.
+
+    Why it is rare: every parent in P gives the player the same observation, so the squares the
+    move touches (its destination, an en-passant victim, the castling rook's squares) hold the
+    same pieces in every parent, and so do the player's castling rights and en-passant right (both
+    observed). Making the move changes the parents alike, so two parents that differ keep
+    differing, except in what the move erases: the halfmove clock (never stored) and the castling
+    rights of CASTLE_KEEP[from] and CASTLE_KEEP[to]. A right of the opponent needs their king and
+    rook at home, so the player's piece can only *start* on such a square when no parent has the
+    right; it can *land* there by capturing the rook or king, and then parents that differed only
+    in that right merge. So: dedupe when the destination is one of the opponent's castling home
+    squares (a8, e8, h8 for white; a1, e1, h1 for black).
+    """
+    to = (int(move) >> 6) & 63
+    return bool(~int(CASTLE_KEEP[to]) & int(_OWN_RIGHTS[1 - player]))
+
+
+@njit(cache=True, nogil=True)
+def _dedupe_kernel(rows: np.ndarray, n: int, table: np.ndarray) -> int:
+    """Drop repeated rows in place, keeping first occurrences in order; return how many remain.
+
+    rows uint64 (>= n, ROW_WORDS); table uint64 (T, 2) all zero, T a power of two >= 2n:
+    128-bit fingerprints as in `_insert` (salt 0).
+    """
+    fp = np.empty(2, dtype=np.uint64)
+    mask = table.shape[0] - 1
+    w = 0
+    for r in range(n):
+        _fingerprint(rows[r], U0, fp)
+        slot = np.int64(fp[0] & np.uint64(mask))
+        seen = False
+        while table[slot, 0] != _EMPTY:
+            if table[slot, 0] == fp[0] and table[slot, 1] == fp[1]:
+                seen = True
+                break
+            slot = (slot + 1) & mask
+        if seen:
+            continue
+        table[slot, 0] = fp[0]
+        table[slot, 1] = fp[1]
+        if w != r:
+            for j in range(ROW_WORDS):
+                rows[w, j] = rows[r, j]
+        w += 1
+    return w
 
 
 @njit(cache=True, nogil=True)
@@ -533,7 +605,7 @@ class UpdateStats:
     illegal_parents: int
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class BeliefSet:
     """A player's set P of possible positions: rows uint64 (n, ROW_WORDS), one per position.
 
@@ -541,9 +613,13 @@ class BeliefSet:
     of distinct consistent positions found by the last update, exact, a lower bound or an
     estimate as `size_kind` says (see the module docstring).
     `ply` counts plies since the initial position; `fullmove0` is its full-move number.
+
+    Iterating gives the positions as `Position`s, `fens()` as FEN strings and `sample()` a
+    uniform sample of `Position`s; the engine's fast path takes arrays: `rows`, `positions()`
+    and `sample_array()`.
     """
 
-    player: int
+    player: int  # stored as a Color: any `color()` spelling is converted
     rows: np.ndarray
     ply: int
     exact: bool
@@ -553,18 +629,24 @@ class BeliefSet:
     fullmove0: int = 1
     last: UpdateStats | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "player", color(self.player))
+
     @classmethod
     def initial(
-        cls, player: int, fen: str = STARTING_FEN, config: BeliefConfig | None = None
+        cls,
+        player: ColorLike,
+        fen: str | Position = STARTING_FEN,
+        config: BeliefConfig | None = None,
     ) -> BeliefSet:
-        """Return P = {the initial position} (both players know it) for `player`."""
-        if player not in (0, 1):
-            raise ValueError(f"player must be 0 (white) or 1 (black), got {player!r}")
-        pos = from_fen(fen)
+        """Return P = {the initial position} (both players know it) for `player` (a Color,
+        "white"/"black", 0/1 or python-chess's True/False)."""
+        who = color(player)
+        pos = fen.arr if isinstance(fen, Position) else from_fen(fen)
         rows = np.empty((1, ROW_WORDS), dtype=np.uint64)
         _pack_many(pos[None, :], rows)
         return cls(
-            player=player,
+            player=who,
             rows=rows,
             ply=0,
             exact=True,
@@ -575,6 +657,21 @@ class BeliefSet:
 
     def __len__(self) -> int:
         return int(self.rows.shape[0])
+
+    def __repr__(self) -> str:
+        if self.exact:
+            size = "exact"
+        else:
+            bound = {SizeKind.EXACT: "", SizeKind.LOWER_BOUND: ">= ", SizeKind.ESTIMATE: "~"}
+            size = f"sample of {bound[self.size_kind]}{self.size_seen}"
+        return f"<BeliefSet {self.player} ply={self.ply} |P|={len(self)} {size}>"
+
+    def __iter__(self) -> Iterator[Position]:
+        for i in range(len(self)):
+            yield Position(self.positions(np.arange(i, i + 1))[0])
+
+    def __contains__(self, pos: object) -> bool:
+        return isinstance(pos, Position | np.ndarray) and self.contains(pos)
 
     @property
     def nbytes(self) -> int:
@@ -591,40 +688,58 @@ class BeliefSet:
         _unpack_many(np.ascontiguousarray(rows), self._clocks(), out)
         return out
 
-    def sample(self, k: int, rng: np.random.Generator | None = None) -> np.ndarray:
-        """Return min(k, |P|) positions drawn uniformly without replacement, uint64 (k, 16)."""
-        if k < 0:
-            raise ValueError(f"sample size must be >= 0, got {k!r}")
-        rng = rng if rng is not None else np.random.default_rng(self.config.seed)
-        idx = rng.choice(len(self), size=min(k, len(self)), replace=False)
-        return self.positions(np.sort(idx))
+    def fens(self) -> list[str]:
+        """Return the FENs of the stored positions (halfmove clock 0: clocks are not tracked)."""
+        return [to_fen(p) for p in self.positions()]
 
-    def contains(self, pos: np.ndarray) -> bool:
-        """Return True if position `pos` (uint64 (16,)) is in P (clocks ignored)."""
+    def _sample_index(self, k: int, rng: np.random.Generator | None) -> np.ndarray:
+        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 0:
+            raise ValueError(f"sample size must be an int >= 0, got {k!r}")
+        rng = rng if rng is not None else np.random.default_rng(self.config.seed)
+        return np.sort(rng.choice(len(self), size=min(int(k), len(self)), replace=False))
+
+    def sample(self, k: int, rng: np.random.Generator | None = None) -> list[Position]:
+        """Return min(k, |P|) positions drawn uniformly without replacement, as Positions."""
+        return [Position(p) for p in self.sample_array(k, rng)]
+
+    def sample_array(self, k: int, rng: np.random.Generator | None = None) -> np.ndarray:
+        """Return min(k, |P|) positions drawn uniformly without replacement, uint64 (k, 16)
+        (the same draw as `sample` with the same rng)."""
+        return self.positions(self._sample_index(k, rng))
+
+    def contains(self, pos: PositionLike) -> bool:
+        """Return True if `pos` (a Position or a uint64 (16,) array) is in P (clocks ignored)."""
         key = np.empty((1, ROW_WORDS), dtype=np.uint64)
-        _pack_many(np.ascontiguousarray(pos, dtype=np.uint64)[None, :], key)
+        _pack_many(position_array(pos)[None, :], key)
         return bool(np.any(np.all(self.rows == key[0], axis=1)))
 
-    def update_own_move(self, move: int, obs: Observation) -> BeliefSet:
-        """Return P after the player's own `move` (uint16 value) and the observation after it."""
-        if not 0 < int(move) < 1 << 16:
-            raise ValueError(f"move must be a non-zero uint16 value, got {move!r}")
-        return self._update(int(move), obs)
+    def update_own_move(self, move: MoveLike, obs: Observation) -> BeliefSet:
+        """Return P after the player's own move and the observation after it.
+
+        `move` is a Move, UCI text, a `chess.Move` or a kernel code; it must be a FoW move of
+        the positions in P (they agree on the player's own pieces, so on the player's moves).
+        """
+        if len(self) == 0:
+            raise BeliefError("P is empty")
+        code = resolve_move(self.positions(np.arange(1))[0], move)
+        return self._update(code, obs)
 
     def update_opponent_move(self, obs: Observation) -> BeliefSet:
         """Return P after an unseen opponent move, given the observation received after it."""
         return self._update(-1, obs)
 
     def _update(self, own_move: int, obs: Observation) -> BeliefSet:
+        if not isinstance(obs, Observation):
+            raise TypeError(f"an update needs an Observation, got {type(obs).__name__}")
         if obs.player != self.player:
-            raise ValueError(f"observation of player {obs.player} given to player {self.player}")
-        mover = int(self.rows[0, 12] & 1) if len(self) else -1
+            raise BeliefError(f"{obs.player}'s observation given to {self.player}'s belief set")
+        mover = Color(int(self.rows[0, 12] & 1)) if len(self) else None
         if (own_move >= 0) != (mover == self.player):
             who = "own" if own_move >= 0 else "opponent"
-            raise BeliefError(f"{who} move update at ply {self.ply}, but side {mover} is to move")
+            raise BeliefError(f"{who} move update at ply {self.ply}, but {mover} is to move")
         rows, stats = _expand(
             self.rows,
-            self.player,
+            int(self.player),  # a plain int: numba cannot lower IntEnum members
             obs.to_array(),
             own_move,
             self._clocks(),
@@ -634,13 +749,13 @@ class BeliefSet:
         if rows.shape[0] == 0 and self.exact:
             raise BeliefError(
                 f"no position is consistent with observation {obs.dark_fen()!r} at ply "
-                f"{self.ply + 1} (player {self.player})"
+                f"{self.ply + 1} ({self.player})"
             )
         if rows.shape[0] == 0:
             raise BeliefError(
                 f"the subsample of P (max_positions={self.config.max_positions}) holds no "
                 f"position consistent with observation {obs.dark_fen()!r} at ply {self.ply + 1} "
-                f"(player {self.player}); the true P is not empty: raise max_positions"
+                f"({self.player}); the true P is not empty: raise max_positions"
             )
         return BeliefSet(
             player=self.player,
@@ -680,7 +795,15 @@ def _expand(
         # |children| <= |parents| <= cap: no table, no trimming
         out = np.empty((src.shape[0], ROW_WORDS), dtype=np.uint64)
         st = np.zeros(S_WORDS, dtype=np.int64)
-        n = _own_move_kernel(src, src.shape[0], player, target, own_move, clocks, out, st)
+        n = _own_move_kernel(
+            src, src.shape[0], player, target, own_move, clocks, out, st, MAX_MOVES
+        )
+        if n < 0:
+            raise _overflow(src[int(st[S_NEXT])], clocks)
+        if n > 1 and own_move_needs_dedupe(player, own_move):
+            table = np.zeros((1 << max(4, (2 * n).bit_length()), 2), dtype=np.uint64)
+            n = _dedupe_kernel(out, n, table)
+            st[S_ROWS] = st[S_DISTINCT] = n
         return out[:n].copy(), _stats(st)
     salt = np.uint64(rng.integers(0, 2**64 - 1, dtype=np.uint64, endpoint=True))
     top = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
@@ -697,10 +820,12 @@ def _expand(
     while True:
         status = _expand_kernel(
             src, src.shape[0], player, target, clocks, salt, threshold, count_threshold,
-            out_rows, out_hash, table, state,
+            out_rows, out_hash, table, state, MAX_MOVES,
         )  # fmt: skip
         if status == ST_DONE:
             break
+        if status == ST_OVERFLOW:
+            raise _overflow(src[int(state[S_NEXT])], clocks)
         if status == ST_GROW_TABLE and state[S_TABLE] < count_limit:
             new_table = np.zeros((2 * table.shape[0], 2), dtype=np.uint64)
             _shrink(table, new_table, _ALL)  # a plain rehash into a larger table
@@ -739,6 +864,15 @@ def _expand(
     # distinct children estimated from the counted fraction of the fingerprint space
     estimate = round(int(state[S_TABLE]) * 2.0**64 / (int(count_threshold) + 1))
     return out_rows[:n].copy(), _stats(state, max(estimate, n + 1))
+
+
+def _overflow(row: np.ndarray, clocks: np.uint64) -> TooManyMovesError:
+    pos = np.empty((1, POS_WORDS), dtype=np.uint64)
+    _unpack_many(np.ascontiguousarray(row[None, :]), clocks, pos)
+    return TooManyMovesError(
+        f"a position of P, {to_fen(pos[0])!r}, has more than MAX_MOVES = {MAX_MOVES} FoW moves "
+        "(possible only in a position built by hand)"
+    )
 
 
 def _stats(state: np.ndarray, estimate: int | None = None) -> UpdateStats:

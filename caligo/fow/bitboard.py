@@ -32,6 +32,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
+from caligo.fow.values import SQUARE_NAMES
+
 Square: TypeAlias = int
 """A square index 0..63 (a1 = 0, h8 = 63); 64 means "no square"."""
 Bitboard: TypeAlias = np.uint64
@@ -44,7 +46,7 @@ FULL = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
 
 FILE_NAMES = "abcdefgh"
 RANK_NAMES = "12345678"
-SQUARE_NAMES: tuple[str, ...] = tuple(f + r for r in RANK_NAMES for f in FILE_NAMES)
+# SQUARE_NAMES (a1 = 0 ... h8 = 63) is built in `values`, which needs no numba
 
 
 def square(file: int, rank: int) -> Square:

@@ -1,12 +1,16 @@
 """Errors raised at the boundary of the FoW rules engine; each message quotes the bad input.
 
 Kernels never raise (they return status codes); the pure-Python layer turns bad input into these.
+Every FoW error is a `caligo.errors.CaligoError` (the command line and servers catch that one
+class) and a `ValueError` (what code written against the first releases caught).
 """
 
 from __future__ import annotations
 
+from caligo.errors import CaligoError
 
-class FowError(ValueError):
+
+class FowError(ValueError, CaligoError):
     """Base class of FoW input errors."""
 
 
@@ -16,6 +20,15 @@ class FenError(FowError):
 
 class MoveError(FowError):
     """An unparsable move, or one not in the FoW move set; the message quotes the move."""
+
+
+class ColorError(FowError):
+    """A value that names no colour (or names one ambiguously); the message quotes it."""
+
+
+class TooManyMovesError(FowError):
+    """A position (built by hand: no FEN `from_fen` accepts can get there) has more FoW moves
+    than a move buffer holds; raised instead of dropping moves."""
 
 
 class PgnError(FowError):
@@ -31,3 +44,14 @@ class PgnError(FowError):
 
 class GameOverError(FowError):
     """A move was played after the game ended."""
+
+
+__all__ = [
+    "ColorError",
+    "FenError",
+    "FowError",
+    "GameOverError",
+    "MoveError",
+    "PgnError",
+    "TooManyMovesError",
+]

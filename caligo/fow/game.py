@@ -1,79 +1,69 @@
 """A FoW game record held by whoever holds the true position (the referee).
 
-Rules (seed 001 appendix A; chess.com): capturing the king ends the game and wins it. There is
-no check, checkmate, stalemate or insufficient-material draw. Threefold repetition of the true
-position (pieces, side to move, castling rights, en-passant square, i.e. equal Zobrist keys) and
-the 50-move rule (100 plies without a pawn move or capture) end the game in a draw at once;
-nobody claims them, the holder of the true position declares them. A side to move with no FoW
-move at all draws (chess.com documents no rule; OpenSpiel `dark_chess` and Fairy-Stockfish's
-`fogofwar` score it a draw; see docs/fow.md).
+The rules that end a game (king capture, threefold repetition, the 50-move rule, no move at all)
+are in `caligo.fow.outcome`; `Game` applies them after every ply and keeps the history.
 """
 
 from __future__ import annotations
-
-from collections import Counter
-from dataclasses import dataclass
-from enum import Enum
 
 import numpy as np
 
 from caligo.fow.errors import GameOverError, MoveError
 from caligo.fow.movegen import legal_moves
 from caligo.fow.notation import PgnGame, parse_san, read_pgn, write_pgn
+from caligo.fow.outcome import FIFTY_MOVE_PLIES, REPETITIONS, Outcome, Referee, Termination
 from caligo.fow.position import (
-    BLACK,
     STARTING_FEN,
     UNDO_WORDS,
-    WHITE,
-    from_fen,
-    halfmove_clock,
+    Position,
     make_move,
-    missing_king,
     move_from_uci,
     move_to_uci,
+    resolve_move,
     to_fen,
-    zobrist_key,
 )
-
-FIFTY_MOVE_PLIES = 100
-REPETITIONS = 3
+from caligo.fow.values import Color, Move, MoveLike
 
 
-class Termination(Enum):
-    """Why a game ended."""
-
-    KING_CAPTURE = "king capture"
-    THREEFOLD_REPETITION = "threefold repetition"
-    FIFTY_MOVES = "fifty-move rule"
-    NO_MOVES = "no moves"
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """How a game ended: result text, reason, winner (WHITE, BLACK or None for a draw)."""
-
-    result: str
-    termination: Termination
-    winner: int | None
+def _shown(move: object) -> str:
+    if isinstance(move, int) and not isinstance(move, bool) and 0 < move < 1 << 16:
+        return repr(move_to_uci(move))
+    return repr(str(move))
 
 
 class Game:
-    """The true position, the move history and the result of one FoW game."""
+    """The true position, the move history and the result of one FoW game.
 
-    def __init__(self, fen: str = STARTING_FEN) -> None:
-        self.start_fen = fen
-        self._positions: list[np.ndarray] = [from_fen(fen)]
+    `Game()` starts from the initial position, `Game(fen)` (or `Game(position)`) from another
+    one. `push` takes a `Move`, UCI text, a python-chess `chess.Move` or a kernel move code.
+
+    `Game` is the referee's record, which engines and the play layer drive move by move, so
+    it hands out moves as the kernels' `uint16` codes (ints: `legal_moves`, `moves`, `pop`),
+    exactly what `push` takes back; `move_to_uci(code)` or `Move.from_code(code)` name them,
+    and `board()` gives the current position as a `Position`, whose `legal_moves()` are
+    `Move`s.
+    """
+
+    def __init__(self, fen: str | Position = STARTING_FEN) -> None:
+        start = fen if isinstance(fen, Position) else Position(fen)
+        self.start_fen = start.fen()
+        self._positions: list[np.ndarray] = [start.arr.copy()]
         self._moves: list[int] = []
         self._captures: list[int] = []
-        self._keys: Counter[int] = Counter([int(zobrist_key(self._positions[0]))])
-        self._outcomes: list[Outcome | None] = [self._judge()]
+        self._referee = Referee()
+        self._outcomes: list[Outcome | None] = [self._referee.start(self._positions[0])]
 
     # --- state -----------------------------------------------------------------------------
 
     @property
     def position(self) -> np.ndarray:
-        """The current true position (a copy: the record cannot be changed through it)."""
+        """The current true position as a uint64 (16,) array (a copy: the record cannot be
+        changed through it). `board()` gives it as a Position."""
         return self._positions[-1].copy()
+
+    def board(self) -> Position:
+        """The current true position as a Position (a copy)."""
+        return Position(self._positions[-1].copy())
 
     @property
     def positions(self) -> list[np.ndarray]:
@@ -82,8 +72,12 @@ class Game:
 
     @property
     def moves(self) -> list[int]:
-        """The moves played (uint16 codes as ints)."""
+        """The moves played, as kernel uint16 codes."""
         return list(self._moves)
+
+    def move_list(self) -> list[Move]:
+        """The moves played, as Moves."""
+        return [Move.from_code(m) for m in self._moves]
 
     @property
     def captures(self) -> list[int]:
@@ -96,9 +90,9 @@ class Game:
         return len(self._moves)
 
     @property
-    def turn(self) -> int:
-        """Side to move (WHITE or BLACK)."""
-        return int(self._positions[-1][12])
+    def turn(self) -> Color:
+        """Side to move."""
+        return Color(int(self._positions[-1][12]))
 
     @property
     def outcome(self) -> Outcome | None:
@@ -120,34 +114,34 @@ class Game:
         return to_fen(self._positions[-1])
 
     def legal_moves(self) -> list[int]:
-        """The FoW moves of the side to move; [] once the game is over."""
+        """The FoW moves of the side to move as kernel codes; [] once the game is over."""
         if self.is_over():
             return []
         return legal_moves(self._positions[-1])
 
     def repetitions(self) -> int:
         """How often the current true position has occurred (including now)."""
-        return self._keys[int(zobrist_key(self._positions[-1]))]
+        return self._referee.repetitions(self._positions[-1])
+
+    def __repr__(self) -> str:
+        return f"<Game {self.fen()!r} ply={self.ply} result={self.result}>"
 
     # --- play ------------------------------------------------------------------------------
 
-    def push(self, move: int) -> Outcome | None:
+    def push(self, move: MoveLike) -> Outcome | None:
         """Play a FoW move; return the outcome if it ended the game.
 
         Raises GameOverError after the end and MoveError for a move not in the FoW move set.
         """
         if self.is_over():
-            raise GameOverError(f"game is over ({self.result}); cannot play {move_to_uci(move)!r}")
-        move = int(move)
-        if move not in legal_moves(self._positions[-1]):
-            raise MoveError(f"illegal move in {self.fen()!r}: {move_to_uci(move)!r}")
+            raise GameOverError(f"game is over ({self.result}); cannot play {_shown(move)}")
+        code = resolve_move(self._positions[-1], move)
         pos = self._positions[-1].copy()
-        captured = int(make_move(pos, move, np.empty(UNDO_WORDS, dtype=np.uint64)))
+        captured = int(make_move(pos, code, np.empty(UNDO_WORDS, dtype=np.uint64)))
         self._positions.append(pos)
-        self._moves.append(move)
+        self._moves.append(code)
         self._captures.append(captured)
-        self._keys[int(zobrist_key(pos))] += 1
-        self._outcomes.append(self._judge())
+        self._outcomes.append(self._referee.after(pos))
         return self._outcomes[-1]
 
     def push_uci(self, uci: str) -> Outcome | None:
@@ -163,31 +157,14 @@ class Game:
         return self.push(parse_san(self._positions[-1], san))
 
     def pop(self) -> int:
-        """Take back the last move and return it."""
+        """Take back the last move and return its code."""
         if not self._moves:
             raise MoveError("no move to take back")
-        pos = self._positions.pop()
-        key = int(zobrist_key(pos))
-        self._keys[key] -= 1
-        if self._keys[key] == 0:
-            del self._keys[key]
+        self._positions.pop()
+        self._referee.undo()
         self._captures.pop()
         self._outcomes.pop()
         return self._moves.pop()
-
-    def _judge(self) -> Outcome | None:
-        pos = self._positions[-1]
-        loser = int(missing_king(pos))
-        if loser >= 0:
-            winner = BLACK if loser == WHITE else WHITE
-            return Outcome("1-0" if winner == WHITE else "0-1", Termination.KING_CAPTURE, winner)
-        if self._keys[int(zobrist_key(pos))] >= REPETITIONS:
-            return Outcome("1/2-1/2", Termination.THREEFOLD_REPETITION, None)
-        if halfmove_clock(pos) >= FIFTY_MOVE_PLIES:
-            return Outcome("1/2-1/2", Termination.FIFTY_MOVES, None)
-        if not legal_moves(pos):
-            return Outcome("1/2-1/2", Termination.NO_MOVES, None)
-        return None
 
     # --- PGN -------------------------------------------------------------------------------
 

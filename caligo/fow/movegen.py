@@ -14,6 +14,8 @@ Kernels (`@njit(cache=True, nogil=True)`): arrays and scalars in, counts out, ne
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numba import njit
 
@@ -34,6 +36,7 @@ from caligo.fow.bitboard import (
     popcount,
     rook_attacks,
 )
+from caligo.fow.errors import TooManyMovesError
 from caligo.fow.position import (
     BISHOP,
     KIND_CASTLING,
@@ -51,14 +54,29 @@ from caligo.fow.position import (
     W_EP,
     W_STM,
     WHITE,
+    PositionLike,
     king_captured,
     make_move,
+    position_array,
     square_attacked,
+    to_fen,
     unmake_move,
 )
+from caligo.fow.values import Move
 
-MAX_MOVES = 256
-"""Size of a move buffer; gen_moves never writes past the buffer it is given."""
+MAX_MOVES = 512
+"""Size of a move buffer; gen_moves never writes past the buffer it is given.
+
+Why 512 is enough for every position `from_fen` accepts (at most 16 pieces a side, a count that
+no move raises): a queen has at most 27 moves, a pawn 12 (a push and two captures, each onto the
+last rank as 4 promotions), the king 8 plus 2 castlings, so 15 pieces and a king make at most
+15 * 27 + 10 = 415 moves. Arrays built by hand are not bound by that argument, so every kernel
+that fills a buffer compares the count with the buffer's length and returns a status
+(`MOVES_OVERFLOW`) instead of dropping moves; the public functions raise TooManyMovesError. (The
+most a random search over arbitrary arrays, overlapping bitboards included, reached was 507.)
+"""
+MOVES_OVERFLOW = -1
+"""Status returned by the perft kernels when a position has more moves than MAX_MOVES."""
 
 _NOT_A = ~FILE_A
 _NOT_H = ~FILE_H
@@ -113,8 +131,9 @@ def gen_moves(pos: np.ndarray, out: np.ndarray) -> int:
     """Write the FoW moves of the side to move into `out`; return how many there are.
 
     pos uint64 (16,); out uint16 (MAX_MOVES,) or any length. If the count exceeds len(out), only
-    the first len(out) moves are written (no position reachable in play comes near 256).
-    Positions where a king is missing still get their moves; callers stop at king capture.
+    the first len(out) moves are written and the true count is returned: callers compare it
+    with len(out) (see MAX_MOVES). Positions where a king is missing still get their moves;
+    callers stop at king capture.
     """
     us = int(pos[W_STM])
     them = 1 - us
@@ -277,11 +296,13 @@ def is_legal_chess(pos: np.ndarray, move: int, after: np.ndarray) -> bool:
 
 
 @njit(cache=True, nogil=True)
-def _perft_copy_make(pos: np.ndarray, depth: int, legal: bool) -> np.int64:
+def _perft_copy_make(pos: np.ndarray, depth: int, legal: bool, max_moves: int) -> np.int64:
     """Copy-make perft walk shared by `perft` and `perft_legal`; pos uint64 (16,), unchanged.
 
     legal=False: FoW moves; a captured king ends a line; the last ply is bulk-counted.
     legal=True: FoW moves filtered by `is_legal_chess` (standard chess), every leaf made.
+    max_moves: move buffer length per ply (MAX_MOVES; smaller in tests of the overflow path).
+    Returns MOVES_OVERFLOW if a position on the way has more than max_moves moves.
     """
     if depth <= 0:
         return np.int64(1)
@@ -291,13 +312,15 @@ def _perft_copy_make(pos: np.ndarray, depth: int, legal: bool) -> np.int64:
         if depth == 1:
             return np.int64(count_moves(pos))
     stack = np.empty((depth + 1, POS_WORDS), dtype=np.uint64)
-    moves = np.empty((depth, MAX_MOVES), dtype=np.uint16)
+    moves = np.empty((depth, max_moves), dtype=np.uint16)
     nmov = np.zeros(depth, dtype=np.int64)
     idx = np.zeros(depth, dtype=np.int64)
     undo = np.empty(UNDO_WORDS, dtype=np.uint64)
     for w in range(POS_WORDS):
         stack[0, w] = pos[w]
-    nmov[0] = min(gen_moves(stack[0], moves[0]), MAX_MOVES)
+    nmov[0] = gen_moves(stack[0], moves[0])
+    if nmov[0] > max_moves:
+        return np.int64(MOVES_OVERFLOW)
     total = np.int64(0)
     ply = 0
     while ply >= 0:
@@ -324,35 +347,40 @@ def _perft_copy_make(pos: np.ndarray, depth: int, legal: bool) -> np.int64:
                 total += count_moves(child)
                 continue
         ply += 1
-        nmov[ply] = min(gen_moves(child, moves[ply]), MAX_MOVES)
+        nmov[ply] = gen_moves(child, moves[ply])
+        if nmov[ply] > max_moves:
+            return np.int64(MOVES_OVERFLOW)
         idx[ply] = 0
     return total
 
 
 @njit(cache=True, nogil=True)
-def perft(pos: np.ndarray, depth: int) -> np.int64:
-    """Return the FoW perft count (leaves at `depth`), bulk-counting the last ply.
+def _perft_kernel(pos: np.ndarray, depth: int, max_moves: int) -> np.int64:
+    """FoW perft count with bulk counting at the last ply, or MOVES_OVERFLOW.
 
-    A position with a captured king is terminal: it has no children. pos uint64 (16,).
+    A position with a captured king is terminal: it has no children. pos uint64 (16,);
+    max_moves: move buffer length per ply.
     """
-    return _perft_copy_make(pos, depth, False)
+    return _perft_copy_make(pos, depth, False, max_moves)
 
 
 @njit(cache=True, nogil=True)
-def perft_make(pos: np.ndarray, depth: int) -> np.int64:
-    """Return the FoW perft count, making and unmaking every move including the leaf moves.
-
-    pos uint64 (16,) is used in place and restored.
+def _perft_make_kernel(pos: np.ndarray, depth: int, max_moves: int) -> np.int64:
+    """FoW perft count making and unmaking every move including the leaf moves, or
+    MOVES_OVERFLOW. pos uint64 (16,) is used in place and restored; max_moves: move buffer
+    length per ply.
     """
     if depth <= 0:
         return np.int64(1)
     if king_captured(pos):
         return np.int64(0)
-    moves = np.empty((depth, MAX_MOVES), dtype=np.uint16)
+    moves = np.empty((depth, max_moves), dtype=np.uint16)
     undos = np.empty((depth, UNDO_WORDS), dtype=np.uint64)
     nmov = np.zeros(depth, dtype=np.int64)
     idx = np.zeros(depth, dtype=np.int64)
-    nmov[0] = min(gen_moves(pos, moves[0]), MAX_MOVES)
+    nmov[0] = gen_moves(pos, moves[0])
+    if nmov[0] > max_moves:
+        return np.int64(MOVES_OVERFLOW)
     total = np.int64(0)
     ply = 0
     while ply >= 0:
@@ -372,55 +400,117 @@ def perft_make(pos: np.ndarray, depth: int) -> np.int64:
             unmake_move(pos, m, undos[ply])
             continue
         ply += 1
-        nmov[ply] = min(gen_moves(pos, moves[ply]), MAX_MOVES)
+        nmov[ply] = gen_moves(pos, moves[ply])
+        if nmov[ply] > max_moves:
+            while ply > 0:  # restore pos before reporting
+                ply -= 1
+                unmake_move(pos, moves[ply, idx[ply] - 1], undos[ply])
+            return np.int64(MOVES_OVERFLOW)
         idx[ply] = 0
     return total
 
 
 @njit(cache=True, nogil=True)
-def perft_legal(pos: np.ndarray, depth: int) -> np.int64:
-    """Return the standard-chess perft count: FoW moves filtered by `is_legal_chess`.
-
-    Used to check the generator against published perft counts. pos uint64 (16,).
-    """
-    return _perft_copy_make(pos, depth, True)
+def _perft_legal_kernel(pos: np.ndarray, depth: int, max_moves: int) -> np.int64:
+    """Standard-chess perft count (FoW moves filtered by `is_legal_chess`), or MOVES_OVERFLOW.
+    pos uint64 (16,); max_moves: move buffer length per ply."""
+    return _perft_copy_make(pos, depth, True, max_moves)
 
 
 # --- pure-Python boundary --------------------------------------------------------------------
 
 
-def legal_moves(pos: np.ndarray) -> list[int]:
-    """Return the FoW moves of the side to move as ints; [] once a king has been captured."""
-    if king_captured(pos):
-        return []
-    buf = np.empty(1024, dtype=np.uint16)
+def _checked_depth(depth: object) -> int:
+    if isinstance(depth, bool) or not isinstance(depth, int | np.integer) or depth < 0:
+        raise ValueError(f"perft depth must be a non-negative int, got {depth!r}")
+    return int(depth)
+
+
+def _count(kernel: Callable[..., np.int64], pos: PositionLike, depth: int) -> int:
+    """Run a perft kernel on a Position or array; raise TooManyMovesError on its overflow
+    status."""
+    arr = position_array(pos)
+    n = int(kernel(arr, _checked_depth(depth), MAX_MOVES))
+    if n == MOVES_OVERFLOW:
+        raise TooManyMovesError(
+            f"a position on the way from {to_fen(arr)!r} has more than MAX_MOVES = {MAX_MOVES} "
+            "FoW moves (possible only in a position built by hand)"
+        )
+    return n
+
+
+def perft(pos: PositionLike, depth: int) -> int:
+    """Return the FoW perft count of `pos` (a Position or a uint64 (16,) array) at `depth`.
+
+    Leaves are move sequences of length `depth`; a line ends when a king is captured; the last
+    ply is bulk-counted. Raises TooManyMovesError instead of losing moves (see MAX_MOVES).
+    """
+    return _count(_perft_kernel, pos, depth)
+
+
+def perft_make(pos: PositionLike, depth: int) -> int:
+    """Return the FoW perft count making and unmaking every move, leaf moves included (the
+    make/unmake benchmark); equals `perft`. The position is restored."""
+    return _count(_perft_make_kernel, pos, depth)
+
+
+def perft_legal(pos: PositionLike, depth: int) -> int:
+    """Return the standard-chess perft count: FoW moves filtered by `is_legal_chess` (checks
+    the generator against published perft counts)."""
+    return _count(_perft_legal_kernel, pos, depth)
+
+
+def move_buffer(pos: np.ndarray) -> tuple[np.ndarray, int]:
+    """Return (buffer, n): the FoW moves of `pos` (uint64 (16,)) in buffer[:n], never truncated
+    (a larger buffer is used when a hand-built position has more than MAX_MOVES moves)."""
+    buf = np.empty(MAX_MOVES, dtype=np.uint16)
     n = int(gen_moves(pos, buf))
-    return [int(m) for m in buf[: min(n, buf.size)]]
+    if n > buf.size:
+        buf = np.empty(n, dtype=np.uint16)
+        n = int(gen_moves(pos, buf))
+    return buf, n
 
 
-def divide(pos: np.ndarray, depth: int, legal: bool = False) -> dict[int, int]:
-    """Return {move: perft(child, depth - 1)} for each move of `pos` (FoW or standard chess)."""
-    out: dict[int, int] = {}
+def legal_moves(pos: PositionLike) -> list[int]:
+    """Return the FoW moves of the side to move as uint16 codes (ints); [] once a king has been
+    captured. `pos` is a Position or a uint64 (16,) array."""
+    arr = position_array(pos)
+    if king_captured(arr):
+        return []
+    buf, n = move_buffer(arr)
+    return [int(m) for m in buf[:n]]
+
+
+def divide(pos: PositionLike, depth: int, legal: bool = False) -> dict[Move, int]:
+    """Return {move: perft(child, depth - 1)} for each move of `pos`, depth >= 1 (FoW moves,
+    or with `legal` the standard-chess ones; the perft debugging aid)."""
+    arr = position_array(pos)
+    depth = _checked_depth(depth)
+    if depth == 0:
+        raise ValueError("divide needs depth >= 1")
+    out: dict[Move, int] = {}
     child = np.empty(POS_WORDS, dtype=np.uint64)
-    for m in legal_moves(pos):
-        child[:] = pos
+    for m in legal_moves(arr):
+        child[:] = arr
         make_move(child, m, np.empty(UNDO_WORDS, dtype=np.uint64))
         if legal:
-            if not is_legal_chess(pos, m, child):
+            if not is_legal_chess(arr, m, child):
                 continue
-            out[m] = int(perft_legal(child, depth - 1))
+            out[Move.from_code(m)] = perft_legal(child, depth - 1)
         else:
-            out[m] = int(perft(child, depth - 1))
+            out[Move.from_code(m)] = perft(child, depth - 1)
     return out
 
 
 __all__ = [
     "MAX_MOVES",
+    "MOVES_OVERFLOW",
     "count_moves",
     "divide",
     "gen_moves",
     "is_legal_chess",
     "legal_moves",
+    "move_buffer",
     "perft",
     "perft_legal",
     "perft_make",

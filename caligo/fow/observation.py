@@ -67,14 +67,16 @@ from caligo.fow.position import (
     NO_EP,
     PAWN,
     PIECE_SYMBOLS,
-    POS_WORDS,
     QUEEN,
     ROOK,
     W_CASTLE,
     W_EP,
     W_STM,
     WHITE,
+    PositionLike,
+    position_array,
 )
+from caligo.fow.values import Color, ColorLike, color
 
 OBS_WORDS = 16
 """Length of an observation array (uint64 words)."""
@@ -190,12 +192,14 @@ def _obs_equal(a: np.ndarray, b: np.ndarray) -> bool:
 # --- value at the boundary -------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Observation:
     """One player's observation after one ply: a hashable value, equal iff the arrays are equal.
 
     `pieces[code]` (code = color*6 + piece) is that piece bitboard restricted to `visible`;
     `ep_square` is 64 unless the observer is to move and can capture en passant there.
+    `player` and `side_to_move` are stored as `Color`s (any `color()` spelling is accepted and
+    converted; annotated `int`, which a Color is, so callers may pass 0/1).
     """
 
     player: int
@@ -205,15 +209,33 @@ class Observation:
     castling: int
     ep_square: int
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "player", color(self.player))
+        object.__setattr__(self, "side_to_move", color(self.side_to_move))
+
+    def __repr__(self) -> str:
+        return f"<Observation {self.player} {self.dark_fen()!r}>"
+
+    def __str__(self) -> str:
+        """The board as text, rank 8 first, "?" on fog squares, "." on visible empty ones."""
+        rows = []
+        for rank in range(7, -1, -1):
+            cells = []
+            for file in range(8):
+                code = self.piece_at(8 * rank + file)
+                cells.append("?" if code is None else "." if code < 0 else _symbol(code))
+            rows.append(" ".join(cells))
+        return "\n".join(rows)
+
     @classmethod
-    def from_array(cls, player: int, arr: np.ndarray) -> Observation:
+    def from_array(cls, player: ColorLike, arr: np.ndarray) -> Observation:
         """Build from a kernel output array (uint64 (OBS_WORDS,))."""
         a = [int(x) for x in arr]
         return cls(
-            player=int(player),
+            player=color(player),
             visible=a[O_VISIBLE],
             pieces=tuple(a[O_PIECES : O_PIECES + 12]),
-            side_to_move=a[O_STM],
+            side_to_move=Color(a[O_STM] & 1),
             castling=a[O_CASTLE],
             ep_square=a[O_EP],
         )
@@ -283,7 +305,7 @@ class Observation:
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict: {"player", "dark_fen"} (the dark FEN says everything)."""
-        return {"player": "white" if self.player == WHITE else "black", "dark_fen": self.dark_fen()}
+        return {"player": str(self.player), "dark_fen": self.dark_fen()}
 
     @classmethod
     def from_dict(cls, data: Any) -> Observation:
@@ -301,8 +323,9 @@ def _symbol(code: int) -> str:
     return s.upper() if code < 6 else s
 
 
-def parse_dark_fen(player: int, text: Any) -> Observation:
+def parse_dark_fen(player: ColorLike, text: Any) -> Observation:
     """Parse `Observation.dark_fen` output; raise ObservationError quoting the text if bad."""
+    player = color(player)
     if not isinstance(text, str):
         raise ObservationError(f"invalid dark fen: {text!r}")
     parts = text.split()
@@ -357,30 +380,28 @@ def parse_dark_fen(player: int, text: Any) -> Observation:
         player=player,
         visible=visible,
         pieces=tuple(pieces),
-        side_to_move=WHITE if parts[1] == "w" else BLACK,
+        side_to_move=Color.WHITE if parts[1] == "w" else Color.BLACK,
         castling=castling,
         ep_square=ep,
     )
 
 
-def observe_array(pos: np.ndarray, player: int) -> np.ndarray:
-    """Return `player`'s observation of position `pos` as a uint64 (OBS_WORDS,) array."""
-    _check_args(pos, player)
+def observe_array(pos: PositionLike, player: ColorLike) -> np.ndarray:
+    """Return `player`'s observation of `pos` as a uint64 (OBS_WORDS,) array.
+
+    `pos` is a Position or a uint64 (16,) array; `player` any `color()` spelling (python-chess's
+    `chess.WHITE` is white).
+    """
+    arr = position_array(pos)
     out = np.empty(OBS_WORDS, dtype=np.uint64)
-    _observe_kernel(pos, int(player), out)
+    _observe_kernel(arr, int(color(player)), out)
     return out
 
 
-def observe(pos: np.ndarray, player: int) -> Observation:
-    """Return `player`'s observation of position `pos` (a uint64 (16,) array)."""
-    return Observation.from_array(player, observe_array(pos, player))
-
-
-def _check_args(pos: np.ndarray, player: int) -> None:
-    if not isinstance(pos, np.ndarray) or pos.dtype != np.uint64 or pos.shape != (POS_WORDS,):
-        raise TypeError(f"position must be a uint64 array of shape ({POS_WORDS},), got {pos!r}")
-    if player not in (WHITE, BLACK):
-        raise ValueError(f"player must be 0 (white) or 1 (black), got {player!r}")
+def observe(pos: PositionLike, player: ColorLike) -> Observation:
+    """Return `player`'s observation of `pos` (a Position or a uint64 (16,) array)."""
+    who = color(player)
+    return Observation.from_array(who, observe_array(pos, who))
 
 
 # --- pure-Python reference -------------------------------------------------------------------
@@ -405,7 +426,7 @@ def fow_moves_reference(board: Any) -> list[Any]:
     return out
 
 
-def observe_reference(board: Any, player: int) -> Observation:
+def observe_reference(board: Any, player: ColorLike) -> Observation:
     """Return `player`'s observation of a chess.Board by enumerating python-chess moves (slow).
 
     The board's `ep_square` must follow the FEN convention (set after every double push), as
@@ -413,33 +434,34 @@ def observe_reference(board: Any, player: int) -> Observation:
     """
     import chess
 
-    color = chess.WHITE if player == WHITE else chess.BLACK
+    player = color(player)
+    side = chess.WHITE if player == WHITE else chess.BLACK
     b = board.copy(stack=False)
-    if b.turn != color:
-        b.turn = color
+    if b.turn != side:
+        b.turn = side
         b.ep_square = None  # the player who just moved has no en-passant right
-    visible = int(b.occupied_co[color])
+    visible = int(b.occupied_co[side])
     ep = NO_EP
     for m in fow_moves_reference(b):
         visible |= 1 << m.to_square
         if b.is_en_passant(m):
             ep = m.to_square
-            visible |= 1 << (m.to_square + (-8 if color == chess.WHITE else 8))
+            visible |= 1 << (m.to_square + (-8 if side == chess.WHITE else 8))
     pieces = [0] * 12
     for sq in range(64):
         p = board.piece_at(sq)
         if p is not None and (visible >> sq) & 1:
             pieces[(0 if p.color == chess.WHITE else 6) + p.piece_type - 1] |= 1 << sq
     castling = 0
-    base = 0 if color == chess.WHITE else 56
+    base = 0 if side == chess.WHITE else 56
     for bit, rook_sq in ((1, base + 7), (2, base)):
         if board.castling_rights & chess.BB_SQUARES[rook_sq]:
-            castling |= bit << (0 if color == chess.WHITE else 2)
+            castling |= bit << (0 if side == chess.WHITE else 2)
     return Observation(
         player=player,
         visible=visible,
         pieces=tuple(pieces),
-        side_to_move=WHITE if board.turn == chess.WHITE else BLACK,
+        side_to_move=Color.WHITE if board.turn == chess.WHITE else Color.BLACK,
         castling=castling,
         ep_square=ep,
     )

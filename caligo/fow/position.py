@@ -39,8 +39,9 @@ raises the errors of `caligo.fow.errors`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
 from numba import njit
@@ -60,6 +61,7 @@ from caligo.fow.bitboard import (
     rook_attacks,
 )
 from caligo.fow.errors import FenError, MoveError
+from caligo.fow.values import Color, Move, MoveLike, Piece, parse_square
 
 WHITE = 0
 BLACK = 1
@@ -155,8 +157,11 @@ def make_move16(frm: int, to: int, kind: int = 0, promo: int = 0) -> np.uint16:
     return np.uint16(frm | (to << 6) | (promo << 12) | (kind << 14))
 
 
-def move_to_uci(move: int) -> str:
-    """Return the UCI text of a move ("e2e4", "e7e8q", castling as "e1g1"); "0000" for none."""
+def move_to_uci(move: int | Move) -> str:
+    """Return the UCI text of a move code or Move ("e2e4", "e7e8q", castling as "e1g1");
+    "0000" for MOVE_NONE."""
+    if isinstance(move, Move):
+        return move.uci()
     m = int(move)
     if m == MOVE_NONE:
         return "0000"
@@ -166,32 +171,46 @@ def move_to_uci(move: int) -> str:
     return text
 
 
-def move_from_uci(pos: np.ndarray, uci: str) -> int:
-    """Return the move of `pos`'s FoW move set written `uci`; raise MoveError if none."""
-    if not isinstance(uci, str) or len(uci) not in (4, 5):
-        raise MoveError(f"invalid uci: {uci!r}")
-    try:
-        frm = SQUARE_NAMES.index(uci[0:2])
-        to = SQUARE_NAMES.index(uci[2:4])
-    except ValueError:
-        raise MoveError(f"invalid uci: {uci!r}") from None
-    promo = -1
-    if len(uci) == 5:
-        if uci[4] not in "nbrq":
-            raise MoveError(f"invalid uci: {uci!r}")
-        promo = "nbrq".index(uci[4])
+def move_from_uci(pos: PositionLike, uci: str) -> int:
+    """Return the code of the move of `pos`'s FoW move set written `uci`; raise MoveError."""
+    arr = position_array(pos)
+    move = Move.from_uci(uci)
     from caligo.fow.movegen import legal_moves
 
-    for m in legal_moves(pos):
-        if move_from(m) != frm or move_to(m) != to:
-            continue
-        kind = move_kind(m)
-        if kind == KIND_PROMOTION:
-            if promo == move_promo(m):
-                return m
-        elif promo < 0:
+    for m in legal_moves(arr):
+        if move.matches(m):
             return m
-    raise MoveError(f"illegal uci move in {to_fen(pos)!r}: {uci!r}")
+    raise MoveError(f"illegal uci move in {to_fen(arr)!r}: {uci!r}")
+
+
+def resolve_move(pos: PositionLike, move: object) -> int:
+    """Return the kernel code of `move` in the FoW move set of `pos`; raise MoveError.
+
+    `move` is a `Move`, UCI text, a python-chess `chess.Move` or a code from `legal_moves`.
+    """
+    arr = position_array(pos)
+    from caligo.fow.movegen import legal_moves
+
+    codes = legal_moves(arr)
+    if isinstance(move, str):
+        return move_from_uci(arr, move)
+    if isinstance(move, bool):
+        raise MoveError(f"invalid move: {move!r}")
+    if isinstance(move, int | np.integer):
+        if int(move) in codes:
+            return int(move)
+        shown = move_to_uci(int(move)) if 0 <= int(move) < 1 << 16 else str(int(move))
+        raise MoveError(f"illegal move in {to_fen(arr)!r}: {shown!r}")
+    if isinstance(move, Move):
+        target = move
+    elif hasattr(move, "from_square") and hasattr(move, "to_square"):
+        target = Move.from_chess(move)
+    else:
+        raise MoveError(f"invalid move: {move!r} (a Move, UCI text, a chess.Move or a code)")
+    for m in codes:
+        if target.matches(m):
+            return m
+    raise MoveError(f"illegal move in {to_fen(arr)!r}: {target.uci()!r}")
 
 
 # --- position kernels ------------------------------------------------------------------------
@@ -388,7 +407,11 @@ _Z_EP = 12 * 64 + 1 + 16
 def zobrist_key(pos: np.ndarray) -> np.uint64:
     """Return the Zobrist key of pieces, side to move, castling rights and en-passant square.
 
-    Clocks are left out: two positions with the same key are the same for repetition.
+    Two positions with the same key are the same for repetition (FIDE 9.2.2: same pieces, same
+    side to move, same possible moves): clocks are left out, and the en-passant square counts
+    only when a pawn of the side to move can capture there (a dead square after a double push
+    changes no move; python-chess's repetition key does the same with its legal moves, and the
+    belief rows pack it the same way). The key of a transposition is the key of its position.
     """
     key = U0
     for code in range(12):
@@ -401,8 +424,10 @@ def zobrist_key(pos: np.ndarray) -> np.uint64:
         key ^= ZOBRIST[_Z_SIDE]
     key ^= ZOBRIST[_Z_CASTLE + int(pos[W_CASTLE] & np.uint64(15))]
     ep = int(pos[W_EP])
-    if 0 <= ep <= NO_EP:
-        key ^= ZOBRIST[_Z_EP + ep]
+    if 0 <= ep < NO_EP:
+        us = int(pos[W_STM]) & 1
+        if pawn_attacks(1 - us, ep) & pos[us * 6 + PAWN]:
+            key ^= ZOBRIST[_Z_EP + ep]
     return key
 
 
@@ -412,9 +437,12 @@ def check_invariants(pos: np.ndarray) -> int:
 
     1 overlapping piece bitboards; 2 side to move not 0/1; 3 castling bits beyond 15;
     4 castling right without its king and rook at home; 5 en-passant square off the board or on
-    a wrong rank, occupied, or without the pawn that passed it; 6 more than one king of a color;
-    7 pawn on the first or last rank; 8 halfmove clock or fullmove number out of range.
-    (Stockfish `Position::pos_is_ok` in spirit; debug use.)
+    a wrong rank, occupied, with its pawn's start square occupied, or without the pawn that
+    passed it; 6 more than one king of a color; 7 pawn on the first or last rank; 8 halfmove
+    clock or fullmove number out of range; 9 more than 16 pieces of a color; 10 more than 8
+    pawns of a color; 11 no king of the side not to move (only the side to move can have lost
+    its king: the capture was the last move).
+    (Stockfish `Position::pos_is_ok` and python-chess `Board.status` in spirit.)
     """
     seen = U0
     for code in range(12):
@@ -448,11 +476,13 @@ def check_invariants(pos: np.ndarray) -> int:
             if (e >> 3) != 5:
                 return 5
             pawn_sq = e - 8
+            origin = e + 8
         else:
             if (e >> 3) != 2:
                 return 5
             pawn_sq = e + 8
-        if (seen >> np.uint64(e)) & U1:
+            origin = e - 8
+        if (seen >> np.uint64(e)) & U1 or (seen >> np.uint64(origin)) & U1:
             return 5
         if not (pos[(1 - stm) * 6 + PAWN] >> np.uint64(pawn_sq)) & U1:
             return 5
@@ -465,6 +495,15 @@ def check_invariants(pos: np.ndarray) -> int:
     full = pos[W_CLOCKS] >> _S32
     if full < U1 or half > np.uint64(100000):
         return 8
+    for color in range(2):
+        b = color * 6
+        side = pos[b] | pos[b + 1] | pos[b + 2] | pos[b + 3] | pos[b + 4] | pos[b + 5]
+        if popcount(side) > 16:
+            return 9
+        if popcount(pos[b + PAWN]) > 8:
+            return 10
+    if pos[(1 - int(pos[W_STM])) * 6 + KING] == U0:
+        return 11
     return 0
 
 
@@ -479,12 +518,20 @@ def empty_position() -> np.ndarray:
     return pos
 
 
+_CLOCK_RE = re.compile(r"[0-9]{1,10}\Z")
+"""A FEN clock: ASCII digits only (int() would also take "1_0", "+5" and non-ASCII digits)."""
+
+
 def from_fen(fen: str) -> np.ndarray:
     """Parse a FEN into a position array; raise FenError quoting the FEN if it is malformed.
 
-    Accepts 4 fields (clocks default to 0 1) or 6. Castling rights whose king or rook is not on
-    its home square are an error, as is an en-passant square no double push could have made.
-    A missing king is allowed (the position after a king capture); two kings of a color are not.
+    Accepts 4 fields (clocks default to 0 1) or 6 (clocks in ASCII digits). Rejected as
+    impossible (`check_invariants`): more than 16 pieces or 8 pawns of a color, pawns on the first
+    or last rank, two kings of a color, castling rights whose king or rook is not at home, an
+    en-passant square no double push could have made (wrong rank, occupied, the pawn's start
+    square occupied, or no pawn in front of it), and a missing king of the side *not* to move.
+    A missing king of the side to move is allowed: it is the position right after a king
+    capture, so the game is over (no moves; the other side has won).
     """
     if not isinstance(fen, str):
         raise FenError(f"invalid fen: {fen!r} (not a string)")
@@ -537,11 +584,10 @@ def from_fen(fen: str) -> np.ndarray:
             raise FenError(f"invalid fen: {fen!r} (en-passant square {parts[3]!r})")
         pos[W_EP] = np.uint64(SQUARE_NAMES.index(parts[3]))
     if len(parts) == 6:
-        try:
-            half = int(parts[4])
-            full = int(parts[5])
-        except ValueError:
-            raise FenError(f"invalid fen: {fen!r} (clocks {parts[4]!r} {parts[5]!r})") from None
+        if not (_CLOCK_RE.match(parts[4]) and _CLOCK_RE.match(parts[5])):
+            raise FenError(f"invalid fen: {fen!r} (clocks {parts[4]!r} {parts[5]!r})")
+        half = int(parts[4])
+        full = int(parts[5])
         if half < 0 or full < 1 or half > 100000 or full > 2**31:
             raise FenError(f"invalid fen: {fen!r} (clocks out of range)")
         pos[W_CLOCKS] = np.uint64(half) | (np.uint64(full) << _S32)
@@ -560,11 +606,15 @@ _INVARIANT_TEXT = {
     6: "more than one king of a color",
     7: "pawn on the first or last rank",
     8: "clocks out of range",
+    9: "more than 16 pieces of one color",
+    10: "more than 8 pawns of one color",
+    11: "the side that just moved has no king",
 }
 
 
-def to_fen(pos: np.ndarray) -> str:
+def to_fen(pos: PositionLike) -> str:
     """Return the FEN of a position (the en-passant square after every double push)."""
+    pos = position_array(pos)
     board = ["."] * 64
     for code in range(12):
         bb = int(pos[code])
@@ -614,24 +664,41 @@ def square_names() -> tuple[str, ...]:
     return SQUARE_NAMES
 
 
-@dataclass
 class Position:
-    """A pure-Python handle on one position array, for the boundary (not for hot loops)."""
+    """A FoW chess position to print, query and play moves on (python-chess's `Board` in
+    spirit); `arr` is the uint64 (16,) array every kernel takes (the engine's fast path).
 
-    arr: np.ndarray
+    `Position()` is the start position; `Position(fen)` parses a FEN (FenError if impossible);
+    `Position(arr)` wraps an existing array without copying or checking its contents.
+    Mutable: `push` plays a move in place, like `chess.Board.push`. Therefore it is not
+    hashable (a dict keyed by positions would lose entries once one of them moved); use
+    `key()` (the Zobrist key, equal for positions equal for repetition) or `fen()` as a key.
+    Equality compares everything, clocks included.
+    """
+
+    __slots__ = ("arr",)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, fen: str | np.ndarray = STARTING_FEN) -> None:
+        if isinstance(fen, str):
+            self.arr = from_fen(fen)
+        elif isinstance(fen, np.ndarray):
+            self.arr = position_array(fen)
+        else:
+            raise TypeError(f"Position takes a FEN or a uint64 array, got {type(fen).__name__}")
 
     @classmethod
     def from_fen(cls, fen: str = STARTING_FEN) -> Position:
         """Parse a FEN (raises FenError)."""
-        return cls(from_fen(fen))
+        return cls(fen)
 
     @classmethod
     def start(cls) -> Position:
         """Return the starting position."""
-        return cls(from_fen(STARTING_FEN))
+        return cls(STARTING_FEN)
 
     def fen(self) -> str:
-        """Return the FEN."""
+        """Return the FEN (the en-passant square after every double push)."""
         return to_fen(self.arr)
 
     def copy(self) -> Position:
@@ -639,46 +706,112 @@ class Position:
         return Position(self.arr.copy())
 
     @property
-    def turn(self) -> int:
-        """Side to move: WHITE or BLACK."""
-        return int(self.arr[W_STM])
+    def turn(self) -> Color:
+        """The side to move."""
+        return Color(int(self.arr[W_STM]))
 
-    def legal_moves(self) -> list[int]:
-        """Return the FoW moves (pseudo-legal; none once a king is captured) as ints."""
+    @property
+    def ep_square(self) -> int | None:
+        """The en-passant square after a double push (whether or not a capture is possible)."""
+        ep = int(self.arr[W_EP])
+        return None if ep >= NO_EP else ep
+
+    @property
+    def halfmove_clock(self) -> int:
+        """Plies since the last pawn move or capture."""
+        return halfmove_clock(self.arr)
+
+    @property
+    def fullmove_number(self) -> int:
+        """The full-move number."""
+        return fullmove_number(self.arr)
+
+    def legal_moves(self) -> list[Move]:
+        """Return the FoW moves (pseudo-legal; none once a king is captured)."""
         from caligo.fow.movegen import legal_moves
 
-        return legal_moves(self.arr)
+        return [Move.from_code(m) for m in legal_moves(self.arr)]
 
-    def piece_at(self, sq: int) -> int:
-        """Return the piece code on `sq`, -1 if empty."""
-        return int(piece_at(self.arr, sq))
+    def piece_at(self, square: int | str) -> Piece | None:
+        """Return the piece on `square` (an index or a name like "e4"), None if empty."""
+        code = int(piece_at(self.arr, parse_square(square)))
+        return None if code < 0 else Piece.from_code(code)
 
-    def push(self, move: int) -> int:
-        """Play a move of `legal_moves()` in place; return the captured code (-1 none)."""
-        if move not in self.legal_moves():
-            raise MoveError(f"illegal move in {self.fen()!r}: {move_to_uci(move)!r}")
-        return int(make_move(self.arr, move, np.empty(UNDO_WORDS, dtype=np.uint64)))
+    def push(self, move: MoveLike) -> Piece | None:
+        """Play a move in place: a Move, UCI text, a `chess.Move` or a code from the kernels.
 
-    def push_uci(self, uci: str) -> int:
-        """Play a UCI move in place; return the captured code (raises MoveError)."""
+        Returns the captured piece (None for none); raises MoveError if the move is not a FoW
+        move here (after a king capture there is none).
+        """
+        code = resolve_move(self.arr, move)
+        captured = int(make_move(self.arr, code, np.empty(UNDO_WORDS, dtype=np.uint64)))
+        return None if captured < 0 else Piece.from_code(captured)
+
+    def push_uci(self, uci: str) -> Piece | None:
+        """Play a UCI move in place (raises MoveError); return the captured piece or None."""
         return self.push(move_from_uci(self.arr, uci))
 
+    def push_san(self, san: str) -> Piece | None:
+        """Play a SAN move in place (raises MoveError); return the captured piece or None."""
+        from caligo.fow.notation import parse_san
+
+        return self.push(parse_san(self.arr, san))
+
+    def san(self, move: MoveLike) -> str:
+        """Return the SAN of a move of this position (no check marks: FoW has no check)."""
+        from caligo.fow.notation import move_to_san
+
+        return move_to_san(self.arr, resolve_move(self.arr, move))
+
+    def parse_san(self, san: str) -> Move:
+        """Return the move written `san` here (raises MoveError)."""
+        from caligo.fow.notation import parse_san
+
+        return Move.from_code(parse_san(self.arr, san))
+
     def key(self) -> int:
-        """Return the Zobrist key."""
+        """Return the Zobrist key (equal for positions that are the same for repetition)."""
         return int(zobrist_key(self.arr))
 
     def is_over(self) -> bool:
         """Return True when a king has been captured."""
         return bool(king_captured(self.arr))
 
-    def __iter__(self) -> Iterator[int]:
+    def __iter__(self) -> Iterator[Move]:
         return iter(self.legal_moves())
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Position) and bool(np.array_equal(self.arr, other.arr))
 
-    def __hash__(self) -> int:
-        return hash(self.arr.tobytes())
+    def __str__(self) -> str:
+        """The board as text, rank 8 first, "." for empty squares (as python-chess prints)."""
+        rows = []
+        for rank in range(7, -1, -1):
+            cells = []
+            for file in range(8):
+                code = int(piece_at(self.arr, 8 * rank + file))
+                cells.append("." if code < 0 else Piece.from_code(code).symbol())
+            rows.append(" ".join(cells))
+        return "\n".join(rows)
+
+    def __repr__(self) -> str:
+        return f"Position({self.fen()!r})"
+
+
+PositionLike: TypeAlias = "Position | np.ndarray"
+"""What the boundary functions take as a position: a `Position` or its uint64 (16,) array."""
+
+
+def position_array(pos: PositionLike) -> np.ndarray:
+    """Return the uint64 (16,) array of a `Position` or of an array (validated, not copied)."""
+    if isinstance(pos, Position):
+        return pos.arr
+    if isinstance(pos, np.ndarray) and pos.dtype == np.uint64 and pos.shape == (POS_WORDS,):
+        return pos if pos.flags.c_contiguous else np.ascontiguousarray(pos)
+    what = f"array of dtype {pos.dtype} and shape {pos.shape}" if isinstance(pos, np.ndarray) else (
+        type(pos).__name__
+    )
+    raise TypeError(f"a position must be a Position or a uint64 array of shape (16,), got {what}")
 
 
 __all__ = [
@@ -698,6 +831,7 @@ __all__ = [
     "UNDO_WORDS",
     "WHITE",
     "Position",
+    "PositionLike",
     "apply_move",
     "check_invariants",
     "from_fen",
@@ -712,6 +846,8 @@ __all__ = [
     "move_to",
     "move_to_uci",
     "piece_at",
+    "position_array",
+    "resolve_move",
     "square_attacked",
     "to_fen",
     "unmake_move",

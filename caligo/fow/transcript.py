@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from caligo.fow.errors import FowError
+from caligo.fow.errors import FowError, MoveError
 from caligo.fow.observation import Observation, ObservationError, observe, parse_dark_fen
 from caligo.fow.position import (
     BLACK,
@@ -32,9 +32,10 @@ from caligo.fow.position import (
     WHITE,
     from_fen,
     make_move,
-    move_from_uci,
     move_to_uci,
+    resolve_move,
 )
+from caligo.fow.values import Color, Move, MoveLike, color
 
 FORMAT = "caligo-fow-transcript"
 VERSION = 1
@@ -58,16 +59,22 @@ class TranscriptEntry:
 class Transcript:
     """A player's whole game: the start FEN and one entry per ply."""
 
-    player: int
+    player: int  # stored as a Color: any `color()` spelling is converted
     start_fen: str
     entries: tuple[TranscriptEntry, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "player", color(self.player))
+
+    def __repr__(self) -> str:
+        return f"<Transcript {self.player} {len(self.entries)} plies from {self.start_fen!r}>"
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON-ready form (see the module docstring)."""
         return {
             "format": FORMAT,
             "version": VERSION,
-            "player": _NAMES[self.player],
+            "player": str(self.player),
             "start": self.start_fen,
             "plies": [
                 {"ply": e.ply, "own_move": e.own_move, "observation": e.observation.dark_fen()}
@@ -84,7 +91,8 @@ class Transcript:
         """Parse `to_dict` output; raise TranscriptError quoting the bad part."""
         if not isinstance(data, dict):
             raise TranscriptError(f"invalid transcript: {_short(data)}")
-        if data.get("format") != FORMAT or data.get("version") != VERSION:
+        version = data.get("version")
+        if data.get("format") != FORMAT or type(version) is not int or version != VERSION:
             raise TranscriptError(
                 f"invalid transcript format/version: {data.get('format')!r} {data.get('version')!r}"
             )
@@ -92,7 +100,7 @@ class Transcript:
             raise TranscriptError(f"invalid transcript keys: {sorted(data)!r}")
         if data["player"] not in _NAMES:
             raise TranscriptError(f"invalid transcript player: {data['player']!r}")
-        player = _NAMES.index(data["player"])
+        player = Color(_NAMES.index(data["player"]))
         start = data["start"]
         try:
             pos = from_fen(start)
@@ -106,15 +114,18 @@ class Transcript:
         for i, item in enumerate(plies):
             if not isinstance(item, dict) or set(item) != {"ply", "own_move", "observation"}:
                 raise TranscriptError(f"invalid transcript ply {i + 1}: {_short(item)}")
-            if item["ply"] != i + 1:
+            if type(item["ply"]) is not int or item["ply"] != i + 1:
                 raise TranscriptError(f"invalid transcript ply number: {item!r} (expected {i + 1})")
             own = item["own_move"]
             if (own is not None) != (mover == player):
                 raise TranscriptError(
                     f"invalid transcript ply {i + 1}: own_move {own!r} but {_NAMES[mover]} moved"
                 )
-            if own is not None and (not isinstance(own, str) or not 4 <= len(own) <= 5):
-                raise TranscriptError(f"invalid transcript move: {own!r}")
+            if own is not None:
+                try:
+                    Move.from_uci(own)
+                except MoveError:
+                    raise TranscriptError(f"invalid transcript move: {own!r}") from None
             try:
                 obs = parse_dark_fen(player, item["observation"])
             except ObservationError as exc:
@@ -149,22 +160,23 @@ def write_transcript(transcript: Transcript, path: str | Path) -> None:
 
 
 def transcripts_from_moves(
-    moves: Iterable[str], start_fen: str = STARTING_FEN
+    moves: Iterable[MoveLike], start_fen: str = STARTING_FEN
 ) -> tuple[Transcript, Transcript]:
-    """Play UCI `moves` from `start_fen` (raises MoveError) and return (white's, black's)."""
+    """Play `moves` (UCI text, Moves, `chess.Move`s or codes) from `start_fen` (raises
+    MoveError) and return (white's, black's)."""
     pos = from_fen(start_fen)
     undo = np.empty(UNDO_WORDS, dtype=np.uint64)
     entries: tuple[list[TranscriptEntry], list[TranscriptEntry]] = ([], [])
-    for ply, uci in enumerate(moves, start=1):
-        move = move_from_uci(pos, uci)
+    for ply, given in enumerate(moves, start=1):
+        move = resolve_move(pos, given)
         mover = int(pos[12])
         make_move(pos, move, undo)
         for p in (WHITE, BLACK):
             own = move_to_uci(move) if p == mover else None
             entries[p].append(TranscriptEntry(ply=ply, own_move=own, observation=observe(pos, p)))
     return (
-        Transcript(WHITE, start_fen, tuple(entries[WHITE])),
-        Transcript(BLACK, start_fen, tuple(entries[BLACK])),
+        Transcript(Color.WHITE, start_fen, tuple(entries[WHITE])),
+        Transcript(Color.BLACK, start_fen, tuple(entries[BLACK])),
     )
 
 
@@ -177,8 +189,7 @@ def belief_sizes(transcript: Transcript, config: Any = None) -> Sequence[tuple[i
     out = []
     for entry in transcript.entries:
         if entry.own_move is not None:
-            move = move_from_uci(belief.positions(np.arange(1))[0], entry.own_move)
-            belief = belief.update_own_move(move, entry.observation)
+            belief = belief.update_own_move(entry.own_move, entry.observation)
         else:
             belief = belief.update_opponent_move(entry.observation)
         out.append((len(belief), belief.size_seen, belief.exact))

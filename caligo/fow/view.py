@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from caligo.fow.bitboard import SQUARE_NAMES
-from caligo.fow.movegen import MAX_MOVES, gen_moves
+from caligo.fow.movegen import move_buffer
 from caligo.fow.observation import Observation
 from caligo.fow.position import (
     BLACK,
@@ -38,7 +38,7 @@ from caligo.fow.position import (
 )
 
 _COLOR_NAMES = ("white", "black")
-_GLYPHS = "♙♘♗♖♕♔♟♞♝♜♛♚"
+_PIECE_NAMES = ("pawn", "knight", "bishop", "rook", "queen", "king")
 
 
 def _symbol(code: int) -> str:
@@ -72,8 +72,7 @@ def legal_moves_uci(obs: Observation) -> list[str]:
     pos[W_CASTLE] = np.uint64(obs.castling)
     pos[W_EP] = np.uint64(obs.ep_square)
     pos[W_CLOCKS] = np.uint64(1 << 32)
-    buf = np.empty(MAX_MOVES, dtype=np.uint16)
-    n = gen_moves(pos, buf)
+    buf, n = move_buffer(pos)
     fog = obs.fog
     out = [move_to_uci(int(m)) for m in buf[:n] if not (fog >> ((int(m) >> 6) & 63)) & 1]
     return sorted(out)
@@ -169,22 +168,33 @@ _LAST = "#cdd26a"
 _LOST = "#e06666"
 
 
+def _piece_defs(codes: set[int]) -> list[str]:
+    """The vector piece drawings (45x45 units, one `<g id="white-knight">` each) of the given
+    piece codes, from python-chess's `chess.svg` (a dependency, used at run time)."""
+    import chess.svg
+
+    return [chess.svg.PIECES[_symbol(code)] for code in sorted(codes)]
+
+
 def view_svg(
     obs: Observation, prev: Observation | None = None, own_last_move: str | None = None
 ) -> str:
     """Return an SVG board from the observer's side: fog squares are dark grey with black
     diagonal hatching (never mistakable for an empty square), the own last move and lost
-    squares are tinted, pieces are Unicode glyphs. Deterministic text."""
+    squares are tinted, pieces are vector drawings (python-chess's `chess.svg` set, so the
+    board looks the same whatever fonts are installed). Deterministic text."""
     view = player_view(obs, prev, own_last_move)
     size = 8 * _SQ + 2 * _MARGIN
     flip = obs.player == BLACK
+    shown = {code for sq in range(64) if (code := obs.piece_at(sq)) is not None and code >= 0}
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {size} {size}" '
-        f'width="{size}" height="{size}" class="caligo-fow-board">',
+        f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
+        f'viewBox="0 0 {size} {size}" width="{size}" height="{size}" class="caligo-fow-board">',
         "<defs>",
         f'<pattern id="fog" width="8" height="8" patternUnits="userSpaceOnUse" '
         f'patternTransform="rotate(45)"><rect width="8" height="8" fill="{_FOG_FILL}"/>'
         f'<line x1="0" y1="0" x2="0" y2="8" stroke="{_FOG_HATCH}" stroke-width="4"/></pattern>',
+        *_piece_defs(shown),
         "</defs>",
         f'<rect width="{size}" height="{size}" fill="#302e2b"/>',
     ]
@@ -213,10 +223,10 @@ def view_svg(
         )
         code = obs.piece_at(sq)
         if code is not None and code >= 0:
+            ref = f"#{_COLOR_NAMES[code // 6]}-{_PIECE_NAMES[code % 6]}"
             out.append(
-                f'<text x="{x + _SQ // 2}" y="{y + _SQ - 9}" font-size="{_SQ - 8}" '
-                f'text-anchor="middle" fill="{"#fff" if code < 6 else "#000"}" '
-                f'stroke="#000" stroke-width="{1 if code < 6 else 0}">{_GLYPHS[code]}</text>'
+                f'<use href="{ref}" xlink:href="{ref}" transform="translate({x}, {y})" '
+                f'data-piece="{_symbol(code)}"/>'
             )
     for i in range(8):
         file_name = "abcdefgh"[7 - i if flip else i]

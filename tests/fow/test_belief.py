@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import chess
@@ -31,7 +32,12 @@ from caligo.fow.belief import (
     pack_positions,
 )
 from caligo.fow.movegen import legal_moves
-from caligo.fow.observation import fow_moves_reference, observe, observe_reference
+from caligo.fow.observation import (
+    Observation,
+    fow_moves_reference,
+    observe,
+    observe_reference,
+)
 from caligo.fow.position import (
     BLACK,
     STARTING_FEN,
@@ -272,13 +278,20 @@ def test_sample_is_uniform_without_replacement() -> None:
     hits = np.zeros(len(full))
     keys = {row.tobytes(): i for i, row in enumerate(full.rows)}
     for _ in range(400):
-        sample = full.sample(k, rng)
+        sample = full.sample_array(k, rng)
         rows = pack_positions(sample)
         idx = [keys[r.tobytes()] for r in rows]
         assert len(set(idx)) == k
         hits[idx] += 1
     assert abs(hits.mean() - 400 * k / len(full)) < 1e-9
-    assert full.sample(10**9).shape == (len(full), 16)
+    assert full.sample_array(10**9).shape == (len(full), 16)
+    # the Position form is the same draw
+    positions = full.sample(k, np.random.default_rng(5))
+    assert [p.arr.tobytes() for p in positions] == [
+        a.tobytes() for a in full.sample_array(k, np.random.default_rng(5))
+    ]
+    assert all(p in full for p in positions) and len(list(full)) == len(full)
+    assert full.fens() == [p.fen() for p in full]
 
 
 def test_storage_is_104_bytes_a_position() -> None:
@@ -297,7 +310,7 @@ def test_inconsistent_observation_raises() -> None:
         b.update_opponent_move(gone)
     with pytest.raises(BeliefError, match="opponent move update"):
         BeliefSet.initial(WHITE).update_opponent_move(observe(pos, WHITE))
-    with pytest.raises(ValueError, match="observation of player"):
+    with pytest.raises(BeliefError, match="white's observation given to black's belief set"):
         b.update_opponent_move(observe(pos, WHITE))
 
 
@@ -331,7 +344,9 @@ def test_cli_prints_the_size_of_p_after_every_ply(
     pgn = tmp_path / "game.pgn"
     pgn.write_text(write_pgn(moves))
     assert main(["fow", "belief", str(pgn), "--as", "black"]) == 0
-    rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == "# result * (game unfinished)"
+    rows = [line.split() for line in lines[2:-1]]
     # black: 1 start position; after 1.e4 all 20 white first moves are possible (black sees
     # ranks 5-8 only); 1...b6 reveals nothing of white (the b6 pawn sees b5; its diagonals a5,
     # c5 are empty; the c8 bishop now sees b7, a6)
@@ -397,13 +412,16 @@ def _brute_force_opponent_update(
     return out
 
 
-def test_opponent_update_equals_brute_force_on_larger_sets() -> None:
-    rng = random.Random(12)
-    compared = 0
-    for _ in range(6 if SHORT else 20):
-        pos = from_fen(STARTING_FEN)
-        beliefs = [BeliefSet.initial(WHITE), BeliefSet.initial(BLACK)]
-        for _ply in range(14):
+def _random_updates(
+    fens: tuple[str, ...], games: int, plies: int, rng: random.Random
+) -> Iterator[tuple[int, bool, int, Observation, BeliefSet, BeliefSet]]:
+    """Random FoW games from `fens` (in turn), both players' P updated after every ply; yields
+    (player, own move?, move, observation, P before, P after) per player and ply."""
+    for game in range(games):
+        fen = fens[game % len(fens)]
+        pos = from_fen(fen)
+        beliefs = [BeliefSet.initial(WHITE, fen), BeliefSet.initial(BLACK, fen)]
+        for _ply in range(plies):
             moves = legal_moves(pos)
             if _over(pos) or not moves:
                 break
@@ -415,10 +433,155 @@ def test_opponent_update_equals_brute_force_on_larger_sets() -> None:
                 before = beliefs[p]
                 if p == mover:
                     beliefs[p] = before.update_own_move(move, obs)
-                    continue
-                beliefs[p] = before.update_opponent_move(obs)
-                if len(before) <= 3000:
-                    expected = _brute_force_opponent_update(before.positions(), p, obs.to_array())
-                    assert {r.tobytes() for r in beliefs[p].rows} == expected
-                    compared += 1
+                else:
+                    beliefs[p] = before.update_opponent_move(obs)
+                yield p, p == mover, move, obs, before, beliefs[p]
+
+
+def test_opponent_update_equals_brute_force_on_larger_sets() -> None:
+    compared = 0
+    updates = _random_updates((STARTING_FEN,), 6 if SHORT else 20, 14, random.Random(12))
+    for p, own, _move, obs, before, after in updates:
+        if not own and len(before) <= 3000:
+            expected = _brute_force_opponent_update(before.positions(), p, obs.to_array())
+            assert {r.tobytes() for r in after.rows} == expected
+            compared += 1
     assert compared > 30
+
+
+# --- own moves that erase the opponent's castling right ------------------------------------------
+
+
+def _brute_force_own_update(
+    parents: np.ndarray, player: int, move: int, target: np.ndarray
+) -> list[bytes]:
+    """The own move on every parent that has it, kept when the observation equals target; a
+    plain loop over the move generator and the observation function; duplicates kept."""
+    from caligo.fow.observation import observe_array
+
+    out: list[bytes] = []
+    for parent in parents:
+        if move not in legal_moves(parent):
+            continue
+        child = parent.copy()
+        make_move(child, move, _UNDO)
+        if np.array_equal(observe_array(child, player), target):
+            out.append(pack_positions(child[None, :])[0].tobytes())
+    return out
+
+
+def test_own_capture_on_the_rook_corner_merges_parents() -> None:
+    # Issue 11's reproduction. Expected: the python-chess reference update, which keys positions
+    # by python-chess's board (pieces, side, castling, en passant): 16 distinct positions.
+    fen = "n3k2r/8/8/8/7N/8/8/4K2R w k - 0 1"
+    pos = from_fen(fen)
+    belief = BeliefSet.initial(WHITE, fen)
+    start = chess.Board(fen)
+    ref = {_ref_key(start): start}
+    for uci in "e1e2 h8g8 e2e1 g8h8 h4f5 a8b6 h1h8".split():
+        move = move_from_uci(pos, uci)
+        mover = int(pos[12])
+        _play(pos, move)
+        obs = observe(pos, WHITE)
+        if mover == WHITE:
+            belief = belief.update_own_move(move, obs)
+        else:
+            belief = belief.update_opponent_move(obs)
+        ref = _reference_update(ref, WHITE, obs.dark_fen(), uci if mover == WHITE else None)
+    rows = [row.tobytes() for row in belief.rows]
+    assert len(ref) == 16
+    assert len(belief) == len(set(rows)) == belief.size_seen == 16 and belief.exact
+    assert set(rows) == _rows_of(ref)
+    assert belief.last is not None and belief.last.matched == 18  # two pairs merged
+
+
+# Kings on their home squares with both rights, rooks on the corners, pawns one step from
+# capturing a corner with promotion (b7xa8, g2xh1 ...) and knights near the kings: random play
+# captures kings on e1/e8 and rooks on their corners, erasing the opponent's castling rights.
+_CORNER_FENS = (
+    "r3k2r/1P4P1/8/8/8/8/1p4p1/R3K2R w KQkq - 0 1",
+    "r3k2r/1P4P1/3N4/8/8/3n4/1p4p1/R3K2R b KQkq - 0 1",
+    "r3k2r/6P1/2N5/8/8/5n2/1p6/R3K2R w KQkq - 0 1",
+    "rn2k2r/6PN/8/8/8/8/1p4pn/R3K1NR b KQkq - 0 1",
+)
+
+
+def test_own_moves_equal_brute_force_with_multiplicity() -> None:
+    # Expected: a plain loop over movegen + observe (both checked against python-chess) with
+    # the duplicates kept; P must hold each distinct child exactly once.
+    compared = 0
+    updates = _random_updates(_CORNER_FENS, 40 if SHORT else 160, 14, random.Random(31))
+    for p, own, move, obs, before, after in updates:
+        if not own or len(before) > 2000:
+            continue
+        children = _brute_force_own_update(before.positions(), p, move, obs.to_array())
+        rows = [r.tobytes() for r in after.rows]
+        assert len(rows) == len(set(rows)) == len(set(children)), move_to_uci(move)
+        assert set(rows) == set(children)
+        assert after.size_seen == len(rows) and after.exact
+        compared += 1
+    assert compared > 200
+
+
+def _rights_variants(pos: np.ndarray) -> list[np.ndarray]:
+    """`pos` with every subset of the castling rights of the side not to move that its king and
+    rooks at home allow (python-chess `clean_castling_rights` decides which are possible)."""
+    board = chess.Board(to_fen(pos))
+    board.castling_rights = chess.BB_CORNERS  # all four, then keep the possible ones
+    possible = board.clean_castling_rights()
+    them = 1 - int(pos[12])
+    bits = [
+        bit
+        for bit, sq in ((1, chess.H1), (2, chess.A1), (4, chess.H8), (8, chess.A8))
+        if possible & chess.BB_SQUARES[sq] and (bit >= 4) == (them == BLACK)
+    ]
+    out = []
+    for mask in range(1 << len(bits)):
+        variant = pos.copy()
+        rights = int(variant[13]) & ~sum(bits)
+        for j, bit in enumerate(bits):
+            if mask >> j & 1:
+                rights |= bit
+        variant[13] = np.uint64(rights)
+        out.append(variant)
+    return out
+
+
+def test_own_captures_on_home_squares_merge_like_brute_force() -> None:
+    # P built to hold positions that differ only in the opponent's castling rights; the own
+    # move captures a king on e1/e8 or a rook on its corner (g2h1r-style promotions included).
+    # Expected: the brute-force loop's distinct children, each once.
+    rng = random.Random(5)
+    kinds: set[str] = set()
+    merged = 0
+    for game in range(80 if SHORT else 300):
+        pos = from_fen(_CORNER_FENS[game % len(_CORNER_FENS)])
+        for _ply in range(12):
+            moves = legal_moves(pos)
+            if _over(pos) or not moves:
+                break
+            mover = int(pos[12])
+            for move in moves:
+                to = (move >> 6) & 63
+                if to not in (0, 4, 7, 56, 60, 63):
+                    continue
+                victim = [c for c in range(12) if int(pos[c]) >> to & 1]
+                if not victim:
+                    continue
+                parents = np.stack(_rights_variants(pos))
+                child = parents[0].copy()
+                _play(child, move)
+                obs = observe(child, mover)
+                children = _brute_force_own_update(parents, mover, move, obs.to_array())
+                start = BeliefSet.initial(mover, to_fen(pos))
+                belief = dataclasses.replace(start, rows=pack_positions(parents))
+                after = belief.update_own_move(move, obs)
+                rows = [r.tobytes() for r in after.rows]
+                assert len(rows) == len(set(rows)) == after.size_seen, (to_fen(pos), move)
+                assert set(rows) == set(children)
+                if len(children) > len(set(children)):
+                    merged += 1
+                    kinds.add("king" if victim[0] % 6 == 5 else move_to_uci(move)[2:])
+            _play(pos, rng.choice(moves))
+    assert merged > 20
+    assert {"king", "h1r", "a8q"} <= kinds, kinds

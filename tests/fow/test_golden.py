@@ -205,6 +205,11 @@ def test_transcript_json_round_trip(tmp_path: Path) -> None:
             lambda d: json.dumps({**d, "plies": [{**d["plies"][0], "observation": "8/8 w - -"}]}),
             "'8/8 w - -'",
         ),
+        # issue 11: JSON true is not the number 1 (Python's True == 1 let both through)
+        (lambda d: json.dumps({**d, "version": True}), "True"),
+        (lambda d: json.dumps({**d, "plies": [{**d["plies"][0], "ply": True}]}), "True"),
+        (lambda d: json.dumps({**d, "plies": [{**d["plies"][0], "ply": 1.0}]}), "1.0"),
+        (lambda d: json.dumps({**d, "plies": [{**d["plies"][0], "own_move": "e2-e4"}]}), "e2-e4"),
     ],
 )
 def test_bad_transcript_raises_quoting_the_input(mutate: Any, quoted: str) -> None:

@@ -18,12 +18,22 @@ import pytest
 from numba import types
 
 from caligo.fow.bitboard import SQUARE_NAMES
-from caligo.fow.movegen import MAX_MOVES, count_moves, gen_moves, legal_moves
+from caligo.fow.errors import TooManyMovesError
+from caligo.fow.movegen import (
+    MAX_MOVES,
+    count_moves,
+    gen_moves,
+    legal_moves,
+    perft,
+    perft_legal,
+    perft_make,
+)
 from caligo.fow.position import (
     KIND_CASTLING,
     KIND_EN_PASSANT,
     KIND_PROMOTION,
     from_fen,
+    make_move,
     move_kind,
     move_to_uci,
 )
@@ -182,8 +192,70 @@ def test_buffer_never_overrun() -> None:
     buf = np.full(20, 7, dtype=np.uint16)
     assert gen_moves(pos, buf[:10]) == 48  # Kiwipete has 48 moves (chessprogramming wiki)
     assert (buf[10:] == 7).all()
-    # the most crowded queen position a random search found stays well under MAX_MOVES
-    assert count_moves(from_fen("1Q1Q1QQ1/1Q5Q/Q5Q1/6Q1/1Q1QQ3/Q4Q1Q/Q1Q4Q/K6k w - - 0 1")) < 256
+
+
+def array_from_board(fen: str) -> np.ndarray:
+    """A position array filled from python-chess's board, bypassing `from_fen`'s checks (the
+    way a hand-built array reaches the kernels)."""
+    board = chess.Board(fen)
+    pos = np.zeros(16, dtype=np.uint64)
+    for color in (chess.WHITE, chess.BLACK):
+        for piece in range(1, 7):
+            pos[(0 if color else 6) + piece - 1] = np.uint64(board.pieces_mask(piece, color))
+    pos[12] = np.uint64(0 if board.turn else 1)
+    pos[14] = np.uint64(64)
+    pos[15] = np.uint64(1 << 32)
+    return pos
+
+
+KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
+# issue 11: 273 FoW moves, more than the old 256-move buffer (perft 2 came out 1255)
+CROWDED = "QQQQQQQB/Q6Q/Q6Q/Q6Q/Q6Q/Q6Q/QQ5Q/1KQQkQQQ w - - 0 1"
+
+
+
+def test_no_move_is_lost_past_the_old_buffer() -> None:
+    # Expected: python-chess's pseudo-legal generator (ref_moves) and its perft (ref_perft).
+    pos = array_from_board(CROWDED)
+    assert len(legal_moves(pos)) == count_moves(pos) == len(ref_moves(chess.Board(CROWDED)))
+    assert count_moves(pos) == 273
+    assert perft(pos, 2) == perft_make(pos, 2) == ref_perft(chess.Board(CROWDED), 2) == 1340
+
+
+def test_more_moves_than_the_buffer_raise(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No position `from_fen` accepts has more than MAX_MOVES moves (see its docstring), so the
+    overflow path is tested with a 10-move buffer: every kernel reports it, the boundary raises
+    (or, for move lists, grows its buffer); nothing is dropped silently."""
+    import caligo.fow.belief as belief_module
+    import caligo.fow.movegen as movegen
+    from caligo.fow.belief import BeliefSet
+    from caligo.fow.observation import observe
+
+    kernels = (movegen._perft_kernel, movegen._perft_make_kernel, movegen._perft_legal_kernel)
+    pos = from_fen(KIWIPETE)  # 48 moves
+    # a root under the cap whose children are over it: black's king has 5 moves, then white
+    # has 15 (rook, king, castling)
+    deep = from_fen("4k3/8/8/8/8/8/8/4K2R b K - 0 1")
+    for root in (pos, deep):
+        before = root.copy()
+        for kernel in kernels:
+            assert kernel(root, 3, 10) == movegen.MOVES_OVERFLOW
+            assert kernel(root, 3, MAX_MOVES) > 0
+            assert np.array_equal(root, before)  # make/unmake restored the position
+    monkeypatch.setattr(movegen, "MAX_MOVES", 10)
+    assert len(legal_moves(pos)) == 48  # the move list grows its buffer
+    for count in (perft, perft_make, perft_legal):
+        with pytest.raises(TooManyMovesError, match="MAX_MOVES = 10"):
+            count(pos, 2)
+    # belief updates: black's P before white's move (opponent update) and white's own move
+    monkeypatch.setattr(belief_module, "MAX_MOVES", 10)
+    move = legal_moves(pos)[0]
+    child = pos.copy()
+    make_move(child, move, np.empty(4, dtype=np.uint64))
+    with pytest.raises(TooManyMovesError, match="MAX_MOVES = 10"):
+        BeliefSet.initial(1, KIWIPETE).update_opponent_move(observe(child, 1))
+    with pytest.raises(TooManyMovesError, match="MAX_MOVES = 10"):
+        BeliefSet.initial(0, KIWIPETE).update_own_move(move, observe(child, 0))
 
 
 def test_kernel_signatures() -> None:

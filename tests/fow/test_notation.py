@@ -8,13 +8,16 @@ standard's SAN rules.
 
 from __future__ import annotations
 
+import io
 import random
 
 import chess
+import chess.pgn
 import numpy as np
 import pytest
 
 from caligo.fow.errors import MoveError, PgnError
+from caligo.fow.game import Game
 from caligo.fow.movegen import legal_moves
 from caligo.fow.notation import PgnGame, move_to_san, parse_san, read_pgn, read_pgns, write_pgn
 from caligo.fow.position import (
@@ -24,6 +27,7 @@ from caligo.fow.position import (
     make_move,
     move_to_uci,
 )
+from caligo.fow.values import Move
 from tests.fow.test_movegen import RANDOM_FENS
 
 
@@ -103,13 +107,21 @@ def _random_game(seed: int, plies: int) -> tuple[str, list[int]]:
 def test_pgn_round_trip() -> None:
     for seed in range(8):
         fen, moves = _random_game(seed, 120)
-        text = write_pgn(moves, fen, {"White": "A", "Black": 'B "quoted"'}, "*")
+        record = Game(fen)
+        for m in moves:
+            if record.is_over():
+                break
+            record.push(m)
+        moves = record.moves
+        text = write_pgn(moves, fen, {"White": "A", "Black": 'B "quoted"'}, record.result)
         assert '[Variant "Fog of War"]' in text
         assert all(len(line) <= 80 for line in text.splitlines())
         game = read_pgn(text)
         assert list(game.moves) == moves
+        assert game.move_list() == [Move.from_code(m) for m in moves]
         assert game.headers["Black"] == 'B "quoted"'
-        assert game.result == "*"
+        assert game.result == record.result
+        assert game.outcome == record.outcome
 
 
 def test_pgn_from_a_position_and_several_games() -> None:
@@ -140,7 +152,7 @@ Nc6 3. Bb5 a6 1-0
     [
         ('[Event "x"]\n[Variant "Fog of War"]\n\n1. e4 e5 2. Ke3 *\n', 4, "1. e4 e5 2. Ke3 *"),
         ('[Event "x"\n\n1. e4 *\n', 1, '[Event "x"'),
-        ('[Variant "Chess960"]\n\n1. e4 *\n', None, "Chess960"),
+        ('[Variant "Chess960"]\n\n1. e4 *\n', 1, "Chess960"),
         ('[Event "x"]\n\n1. e4 {open comment\n2. d4 *\n', 3, "1. e4 {open comment"),
         ('[Event "x"]\n\n1. e4 e5 1-0 2. d4\n', 3, "1. e4 e5 1-0 2. d4"),
         ('[Event "x"]\n\n1. e4 (1. d4 *\n', 3, "1. e4 (1. d4 *"),
@@ -151,3 +163,146 @@ def test_broken_pgn_raises_with_line(text: str, line: int | None, quoted: str) -
         read_pgn(text)
     assert info.value.line == line
     assert quoted in str(info.value)
+
+
+# --- issue 11: what the writer writes the reader reads; results agree with the moves ------------
+
+
+@pytest.mark.parametrize(
+    ("headers", "start", "why"),
+    [
+        ({"Annotator": "two\nlines"}, STARTING_FEN, "invalid value"),
+        ({"Annotator": "cr\rhere"}, STARTING_FEN, "invalid value"),
+        ({"": "x"}, STARTING_FEN, "invalid tag name"),
+        ({"White Elo": "2000"}, STARTING_FEN, "invalid tag name"),
+        ({"Name[": "x"}, STARTING_FEN, "invalid tag name"),
+        ({"FEN": "4k3/8/8/8/8/8/8/4K3 w - - 0 1"}, STARTING_FEN, "tag FEN"),
+        ({"FEN": STARTING_FEN}, "4k3/8/8/8/8/8/8/4K3 w - - 0 1", "tag FEN"),
+        ({"SetUp": "0"}, "4k3/8/8/8/8/8/8/4K3 w - - 0 1", "tag SetUp"),
+        ({"SetUp": "yes"}, STARTING_FEN, "tag SetUp"),
+        ({"Result": "1-0"}, STARTING_FEN, "tag Result"),
+        ({"Variant": "Chess960"}, STARTING_FEN, "tag Variant"),
+    ],
+)
+def test_write_pgn_refuses_what_read_pgn_would_refuse(
+    headers: dict[str, str], start: str, why: str
+) -> None:
+    with pytest.raises(PgnError, match=why):
+        write_pgn([], start, headers, "*")
+
+
+def test_write_pgn_keeps_agreeing_tags() -> None:
+    fen = "4k3/8/8/8/8/8/8/4K3 w - - 0 1"
+    text = write_pgn([], fen, {"FEN": fen, "SetUp": "1", "Result": "*", "Variant": "fogofwar"})
+    game = read_pgn(text)
+    assert game.start_fen == fen and text.count("[FEN ") == 1 and text.count("[SetUp ") == 1
+    assert "[SetUp" not in write_pgn([], STARTING_FEN, {"SetUp": "0", "FEN": STARTING_FEN})
+
+
+def test_results_must_agree_with_the_moves() -> None:
+    # 1.e4 f6 2.Qh5 a6 3.Qxe8: white captures the king (seed 001 appendix A: white wins)
+    pos = from_fen(STARTING_FEN)
+    moves = []
+    for san in ("e4", "f6", "Qh5", "a6", "Qxe8"):
+        m = parse_san(pos, san)
+        moves.append(m)
+        make_move(pos, m, np.empty(UNDO_WORDS, dtype=np.uint64))
+    for wrong in ("0-1", "1/2-1/2", "*"):
+        with pytest.raises(PgnError, match="contradicts the moves"):
+            write_pgn(moves, result=wrong)
+    text = write_pgn(moves, result="1-0")
+    game = read_pgn(text)
+    assert game.result == "1-0" and game.outcome is not None
+    assert game.outcome.termination.value == "king capture"
+    body = "1. e4 f6 2. Qh5 a6 3. Qxe8"
+    for wrong in ("0-1", "1/2-1/2", "*"):
+        with pytest.raises(PgnError, match="contradicts the moves") as info:
+            read_pgn(f'[Event "x"]\n\n{body} {wrong}\n')
+        assert info.value.line == 3
+    with pytest.raises(PgnError, match="after the end of the game") as info:
+        read_pgn(f"{body} d6 1-0\n")
+    assert info.value.line == 1 and "'d6'" in str(info.value)
+    # the result token and the Result tag must agree
+    with pytest.raises(PgnError, match="Result tag '0-1' contradicts"):
+        read_pgn('[Result "0-1"]\n\n1. e4 e5 1-0\n')
+    # a result decided off the board (resignation) needs no king capture
+    assert read_pgn('[Result "0-1"]\n\n1. e4 e5 0-1\n').outcome is None
+    # a threefold repetition is a draw at once; the rules' result must be written
+    shuffle = "1. Nf3 Nf6 2. Ng1 Ng8 3. Nf3 Nf6 4. Ng1 Ng8"
+    assert read_pgn(f"{shuffle} 1/2-1/2\n").outcome is not None
+    with pytest.raises(PgnError, match="contradicts the moves"):
+        read_pgn(f"{shuffle} *\n")
+
+
+def test_bom_percent_lines_glyphs_and_game_numbers() -> None:
+    one = write_pgn([], STARTING_FEN, {"Event": "one"})
+    two = write_pgn([parse_san(from_fen(STARTING_FEN), "e4")], STARTING_FEN, {"Event": "two"})
+    text = "\ufeff% exported by hand\n" + one + "\n%another escape line\n" + two
+    games = read_pgns(text)
+    assert [g.headers["Event"] for g in games] == ["one", "two"]
+    assert read_pgn(text, 2).headers["Event"] == "two"
+    with pytest.raises(PgnError, match="expected one game, found 2"):
+        read_pgn(text)
+    with pytest.raises(PgnError, match="no game 3: the pgn text holds 2"):
+        read_pgn(text, 3)
+    # a broken game does not hide the others when one is picked by number
+    broken = '[Event "bad"]\n\n1. e4 e5 2. Ke3 *\n\n' + two
+    assert read_pgn(broken, 2).headers["Event"] == "two"
+    with pytest.raises(PgnError, match="illegal san"):
+        read_pgn(broken, 1)
+    game = read_pgn("\ufeff1. e4 ! e5 ?! 2. Nf3 !! Nc6 ?? *\n")
+    assert [m.uci() for m in game.move_list()] == ["e2e4", "e7e5", "g1f3", "b8c6"]
+
+
+def _exported_chess_games(n: int, seed: int) -> list[chess.pgn.Game]:
+    """Random legal chess games (python-chess), 30 plies, with comments, NAGs and a variation
+    at a random ply, as python-chess builds them for its exporter."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        game = chess.pgn.Game()
+        game.headers["Event"] = f"random {i}"
+        node: chess.pgn.GameNode = game
+        board = chess.Board()
+        branch = rng.randrange(1, 25)
+        for ply in range(30):
+            moves = list(board.legal_moves)
+            if not moves or board.is_repetition(3):
+                break
+            move = rng.choice(moves)
+            if ply == branch and len(moves) > 1:
+                side = node.add_variation(next(m for m in moves if m != move))
+                side.comment = "a side line"
+            node = node.add_main_variation(move)
+            if rng.random() < 0.2:
+                node.comment = rng.choice(["short", "two\nlines", "with ; semicolon"])
+            if rng.random() < 0.2:
+                node.nags.add(rng.choice([1, 2, 3, 4, 5, 6, 14]))
+            board.push(move)
+        out.append(game)
+    return out
+
+
+def test_pgn_syntax_agrees_with_python_chess() -> None:
+    # Expected: python-chess's reader (`chess.pgn.read_game`) on python-chess's own exports
+    # (comments, NAGs, variations, several games, a BOM and a % line in front). Chess games are
+    # FoW games unless FoW SAN needs more disambiguation (a pinned rival): those raise.
+    games = _exported_chess_games(60, seed=3)
+    text = "\ufeff% random games\n" + "\n\n".join(str(g) for g in games) + "\n"
+    handle = io.StringIO(text)
+    theirs = []
+    while (g := chess.pgn.read_game(handle)) is not None:
+        theirs.append([m.uci() for m in g.mainline_moves()])
+    assert len(theirs) == len(games)
+    agreed = ambiguous = 0
+    for i, moves in enumerate(theirs, start=1):
+        try:
+            ours = read_pgn(text, i)
+        except PgnError as exc:
+            assert "ambiguous san" in str(exc)
+            ambiguous += 1
+            continue
+        assert [m.uci() for m in ours.move_list()] == moves
+        assert ours.headers["Event"] == f"random {i - 1}"
+        agreed += 1
+    assert agreed >= 50

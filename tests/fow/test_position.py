@@ -7,6 +7,8 @@ after every double push (`Board.fen(en_passant="fen")`), which is our convention
 
 from __future__ import annotations
 
+import random
+
 import chess
 import numpy as np
 import pytest
@@ -151,6 +153,8 @@ def test_make_move_rejects_empty_from_square() -> None:
 
 
 def _ref_zobrist(pos: np.ndarray) -> int:
+    """XOR of the table entries; the en-passant entry only when python-chess says a pawn of the
+    side to move can capture there (`has_pseudo_legal_en_passant`: FoW has no check)."""
     key = 0
     for code in range(12):
         for sq in range(64):
@@ -159,14 +163,18 @@ def _ref_zobrist(pos: np.ndarray) -> int:
     if int(pos[12]):
         key ^= int(ZOBRIST[768])
     key ^= int(ZOBRIST[769 + int(pos[13])])
-    key ^= int(ZOBRIST[785 + int(pos[14])])
+    if chess.Board(to_fen(pos)).has_pseudo_legal_en_passant():
+        key ^= int(ZOBRIST[785 + int(pos[14])])
     return key
 
 
 def test_zobrist_against_reference_and_transpositions() -> None:
-    for fen in RANDOM_FENS[::4]:
+    live = 0
+    for fen in RANDOM_FENS[::2]:
         pos = from_fen(fen)
         assert int(zobrist_key(pos)) == _ref_zobrist(pos)
+        live += chess.Board(fen).has_pseudo_legal_en_passant()
+    assert live > 0
     a, b = Position.start(), Position.start()
     for uci in ("g1f3", "g8f6", "b1c3"):
         a.push_uci(uci)
@@ -202,7 +210,8 @@ def test_position_class() -> None:
     assert len(p.legal_moves()) == 20 and p.turn == 0
     p.push_uci("e2e4")
     assert p.fen() == "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1"
-    assert piece_at(p.arr, chess.E4) == 0 and p.piece_at(chess.E2) == -1
+    assert piece_at(p.arr, chess.E4) == 0 and p.piece_at(chess.E2) is None
+    assert p.piece_at("e4") == p.piece_at(chess.E4) and str(p.piece_at("e4")) == "P"
     with pytest.raises(MoveError):
         p.push_uci("e2e4")
     q = p.copy()
@@ -221,3 +230,96 @@ def test_square_attacked_against_python_chess() -> None:
             for color in (0, 1):
                 want = board.is_attacked_by(chess.WHITE if color == 0 else chess.BLACK, sq)
                 assert bool(square_attacked(pos, sq, color)) == want, (fen, sq, color)
+
+
+# --- impossible FENs (issue 11) ---------------------------------------------------------------
+
+# python-chess `Board.status` bits that make a FoW position impossible. Left out on purpose:
+# the check bits (moving into check is legal in FoW, so the side not to move may be attacked
+# by anything) and the missing king of the side to move (the position right after a king
+# capture: FoW's game-over position, accepted by `from_fen`).
+_IMPOSSIBLE = (
+    chess.STATUS_TOO_MANY_KINGS
+    | chess.STATUS_TOO_MANY_WHITE_PAWNS
+    | chess.STATUS_TOO_MANY_BLACK_PAWNS
+    | chess.STATUS_PAWNS_ON_BACKRANK
+    | chess.STATUS_TOO_MANY_WHITE_PIECES
+    | chess.STATUS_TOO_MANY_BLACK_PIECES
+    | chess.STATUS_BAD_CASTLING_RIGHTS
+    | chess.STATUS_INVALID_EP_SQUARE
+)
+
+
+def _pychess_rejects(fen: str) -> bool:
+    board = chess.Board(fen)
+    status = board.status()
+    not_to_move = chess.STATUS_NO_BLACK_KING if board.turn else chess.STATUS_NO_WHITE_KING
+    # python-chess's TOO_MANY_KINGS counts both colours together (> 2), so a missing king hides
+    # a second king of the other colour; count per colour as its own rule ("at most one king")
+    two_kings = any(chess.popcount(board.kings & board.occupied_co[c]) > 1 for c in chess.COLORS)
+    return bool(status & (_IMPOSSIBLE | not_to_move)) or two_kings
+
+
+@pytest.mark.parametrize(
+    ("fen", "why"),
+    [
+        ("QQQQQQQB/Q6Q/Q6Q/Q6Q/Q6Q/Q6Q/QQ5Q/1KQQkQQQ w - - 0 1", "more than 16 pieces"),
+        ("4k3/8/8/8/8/P7/PPPPPPPP/4K3 w - - 0 1", "more than 8 pawns"),
+        ("8/8/8/8/8/8/8/8 w - - 0 1", "side that just moved has no king"),
+        ("4k3/8/8/8/8/8/8/8 b - - 0 1", "side that just moved has no king"),
+        ("rnbqkbnr/pppppppp/8/3pP3/8/8/PPPP1PPP/RNBQKBNR w KQkq d6 0 2", "en-passant"),
+        ("rnbqkbnr/ppp1pppp/8/4P3/8/8/PPPP1PPP/RNBQKBNR w KQkq d6 0 2", "en-passant"),
+        ("4k3/8/8/8/8/8/8/4K3 w - - 1_0 1", "clocks"),
+        ("4k3/8/8/8/8/8/8/4K3 w - - +5 1", "clocks"),
+        ("4k3/8/8/8/8/8/8/4K3 w - - \u0665 1", "clocks"),
+        ("4k3/8/8/8/8/8/8/4K3 w - - 0 \u0661", "clocks"),
+    ],
+)
+def test_impossible_fens_are_rejected(fen: str, why: str) -> None:
+    with pytest.raises(FenError, match=why) as info:
+        from_fen(fen)
+    assert repr(fen) in str(info.value)
+    if "clocks" not in why:
+        assert _pychess_rejects(fen)  # python-chess calls it invalid too
+
+
+def test_fen_validity_agrees_with_python_chess_on_random_placements() -> None:
+    # Expected: python-chess `Board.status` restricted to the FoW-impossible bits (_IMPOSSIBLE).
+    rng = random.Random(17)
+    symbols = "PPPPPNBRQpppppnbrq"
+    accepted = rejected = 0
+    for _ in range(3000):
+        board = chess.Board(None)
+        for _ in range(rng.randrange(0, 36)):
+            board.set_piece_at(rng.randrange(64), chess.Piece.from_symbol(rng.choice(symbols)))
+        for king in "Kk":
+            for _ in range(rng.choice((0, 1, 1, 1, 1, 1, 1, 2))):
+                board.set_piece_at(rng.randrange(64), chess.Piece.from_symbol(king))
+        board.turn = rng.random() < 0.5
+        if rng.random() < 0.3:
+            board.castling_rights = rng.choice([chess.BB_H1, chess.BB_A8 | chess.BB_H8])
+        if rng.random() < 0.3:
+            board.ep_square = rng.choice([chess.E3, chess.D6, chess.A6, chess.H3])
+        fen = board.fen(en_passant="fen")
+        try:
+            from_fen(fen)
+        except FenError:
+            assert _pychess_rejects(fen), fen
+            rejected += 1
+        else:
+            assert not _pychess_rejects(fen), fen
+            accepted += 1
+    assert accepted > 300 and rejected > 300
+
+
+def test_side_to_move_without_king_is_game_over() -> None:
+    # FoW (docs/fow.md): the side to move lost its king on the last move; the game is over and
+    # the other side has won (seed 001 appendix A: capturing the king wins).
+    from caligo.fow.game import Game, Termination
+
+    fen = "4k3/8/8/8/8/8/8/8 w - - 0 1"
+    pos = Position.from_fen(fen)
+    assert pos.is_over() and pos.legal_moves() == []
+    game = Game(fen)
+    assert game.outcome is not None and game.result == "0-1"
+    assert game.outcome.termination is Termination.KING_CAPTURE and game.legal_moves() == []

@@ -120,3 +120,23 @@ def test_hints_own_last_move_and_lost_piece() -> None:
     # Ng1 reaches e2/f3/h3, the d2 and f2 pawns' diagonals are c3/e3 and e3/g3), so e4 is fog
     assert "e4" in view.fog and "e4" not in view.pieces
     assert view_data(after_own, None, "a2a3")["hints"] == {"own_last_move": "a2a3", "lost": []}
+
+
+def test_pieces_are_vector_drawings_of_the_visible_pieces_only() -> None:
+    # usability #31: no font glyphs; one python-chess chess.svg drawing per piece kind shown,
+    # placed on the squares the observation shows (black sees only its own 16 pieces here)
+    import xml.etree.ElementTree as ET
+
+    import chess.svg
+
+    obs = observe(from_fen(STARTING_FEN), BLACK)
+    svg = view_svg(obs)
+    root = ET.fromstring(svg)
+    ns = {"svg": "http://www.w3.org/2000/svg"}
+    uses = root.findall(".//svg:use", ns)
+    assert len(uses) == 16 and {u.get("data-piece") for u in uses} == set("pnbrqk")
+    assert all(u.get("href", "").startswith("#black-") for u in uses)
+    for kind in ("pawn", "knight", "bishop", "rook", "queen", "king"):
+        assert f'id="black-{kind}"' in svg and f'id="white-{kind}"' not in svg
+    assert chess.svg.PIECES["k"] in svg
+    assert not any(glyph in svg for glyph in "♙♘♗♖♕♔♟♞♝♜♛♚")
