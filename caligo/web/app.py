@@ -55,7 +55,8 @@ from caligo.web.reveal import finished_row, game_summary, reveal_payload, transc
 log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).resolve().parent / "static"
-TIME_CONTROLS = ("1+2", "3+2", "5+0", "none")
+TIME_CONTROLS = (("1+2", "60+2"), ("3+2", "180+2"), ("5+0", "300+0"), ("Untimed", "none"))
+"""(label in minutes+seconds as players say it, `TimeControl` text in seconds) pairs."""
 STRENGTHS = ("mt=0.2", "mt=1", "mt=3", "iters=1000", "iters=4000")
 MAX_BODY_BYTES = 4096
 SEAT_CLOSE_CODE = 4403
@@ -118,7 +119,7 @@ def create_app(config: WebConfig) -> FastAPI:
         return {
             "engine": agent,
             "description": description,
-            "time_controls": list(TIME_CONTROLS),
+            "time_controls": [{"label": label, "tc": tc} for label, tc in TIME_CONTROLS],
             "strengths": list(STRENGTHS),
         }
 

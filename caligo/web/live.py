@@ -290,6 +290,17 @@ def engine_budget(strength: TimeControl, clock: Clock) -> Clock:
 
 # --- one live game ---------------------------------------------------------------------------
 
+_OFF_BOARD = frozenset(
+    {
+        EndReason.TIME_FORFEIT,
+        EndReason.RESIGNATION,
+        EndReason.ABORTED,
+        EndReason.CRASH,
+        EndReason.ILLEGAL_MOVE,
+    }
+)
+"""Endings that happen during a turn, not by a move on the board."""
+
 
 class LiveGame:
     """One game between a browser seat and an engine seat (see the module docstring)."""
@@ -310,6 +321,7 @@ class LiveGame:
         self._engine_task: asyncio.Task[None] | None = None
         self._flag: asyncio.TimerHandle | None = None
         self._stored_end = session.is_over()
+        self._final_clocks: tuple[int | None, int | None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
 
     @property
@@ -323,12 +335,33 @@ class LiveGame:
         if tc.kind is not TcKind.CLOCK:
             return None
         mover = self.session.to_move
+        white, black = self._final_clocks or (self.session.clock_ms(0), self.session.clock_ms(1))
         return {
-            "white": self.session.clock_ms(0),
-            "black": self.session.clock_ms(1),
+            "white": white,
+            "black": black,
             "running": None if mover is None else COLOR_NAMES[mover],
             "increment_ms": tc.increment_ms,
         }
+
+    def _snapshot(self) -> tuple[int | None, int | None]:
+        return (self.session.clock_ms(0), self.session.clock_ms(1))
+
+    def _settle(self, before: tuple[int | None, int | None]) -> None:
+        """Fix the clocks shown after a change that may have ended the game off the board.
+
+        `before` are the clocks just before the change. The session stops charging the side to
+        move once a game is over, so after a resignation or a flag fall its clock would jump
+        back to the turn's start; show the clocks as they were at the end instead, with the
+        flagged side's at zero.
+        """
+        end = self.session.end
+        if end is None or end.reason not in _OFF_BOARD or self._final_clocks is not None:
+            return
+        clocks = list(before)
+        if end.reason is EndReason.TIME_FORFEIT and end.winner is not None:
+            if clocks[1 - end.winner] is not None:
+                clocks[1 - end.winner] = 0
+        self._final_clocks = (clocks[0], clocks[1])
 
     def frame(self) -> dict[str, Any]:
         """The human seat's current `state` frame (built from `project` + public clocks)."""
@@ -428,7 +461,9 @@ class LiveGame:
         async with self.lock:
             if self.session.is_over():
                 return
+            before = self._snapshot()
             if self.session.check_flag() is not None:
+                self._settle(before)
                 await self._after_change()
             else:
                 self._arm_flag()
@@ -459,7 +494,9 @@ class LiveGame:
                 self._engine_task = None
                 if session.is_over() or session.ply != ply:
                     return  # resigned, aborted or flagged meanwhile
+                before = self._snapshot()
                 self._engine_result(decision, error)
+                self._settle(before)
                 if not session.is_over():
                     self.hub.store.games.record_ply(session)
                 await self._after_change()
@@ -497,6 +534,7 @@ class LiveGame:
             session = self.session
             if session.is_over():
                 raise BadRequestError(f"game {self.game_id} is over", "game_over")
+            before = self._snapshot()
             if message.kind is ClientKind.MOVE:
                 self._human_move(message)
             elif message.kind is ClientKind.RESIGN:
@@ -505,6 +543,7 @@ class LiveGame:
                 if session.ply >= 2:
                     raise BadRequestError("a game can be aborted only before each side moved")
                 session.abort(f"{COLOR_NAMES[self.human]} aborted")
+            self._settle(before)
             await self._after_change()
 
     def _human_move(self, message: ClientMessage) -> None:

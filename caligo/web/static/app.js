@@ -6,7 +6,7 @@
 const { Board, fenPieces, pieceImage } = window.CaligoBoard;
 const $ = (id) => document.getElementById(id);
 
-const TC_LABELS = { "1+2": "1+2 · Bullet", "3+2": "3+2 · Blitz", "5+0": "5+0 · Blitz", "none": "Untimed" };
+const TC_KINDS = { "60+2": "Bullet", "180+2": "Blitz", "300+0": "Blitz" };
 const STRENGTH_LABELS = {
   "mt=0.2": "0.2 s / move", "mt=1": "1 s / move", "mt=3": "3 s / move",
   "iters=1000": "1,000 iterations", "iters=4000": "4,000 iterations",
@@ -53,6 +53,14 @@ function showError(text) {
   show("error");
 }
 
+// "180+2" (seconds, as the server writes it) -> "3+2" (minutes + seconds, as players say it).
+function tcLabel(tc) {
+  const m = /^(\d+(?:\.\d+)?)\+(\d+(?:\.\d+)?)$/.exec(tc || "");
+  if (!m) return tc === "none" ? "untimed" : tc;
+  const minutes = Number(m[1]) / 60;
+  return (Number.isInteger(minutes) ? minutes : m[1] + "s") + "+" + m[2];
+}
+
 function clockText(ms) {
   if (ms == null) return "";
   const s = Math.max(0, ms) / 1000;
@@ -71,7 +79,10 @@ const sound = {
     localStorage.setItem("caligo.sound", this.on() ? "off" : "on");
     this.button();
   },
-  button() { $("sound").textContent = this.on() ? "🔊" : "🔇"; },
+  button() {
+    $("sound").textContent = this.on() ? "♪ Sound on" : "♪ Sound off";
+    $("sound").classList.toggle("off", !this.on());
+  },
   play(kind) {
     if (!this.on()) return;
     try {
@@ -114,12 +125,12 @@ function route() {
 
 // --- lobby -----------------------------------------------------------------------------------
 
-const choice = { color: "random", tc: "3+2", strength: "mt=1" };
+const choice = { color: "random", tc: "180+2", strength: "mt=1" };
 
 function choiceButtons(box, options, labels, key) {
   box.innerHTML = "";
   for (const value of options) {
-    const b = el("button", { type: "button", text: labels[value] || value });
+    const b = el("button", { type: "button", text: labels(value) });
     b.dataset[key] = value;
     if (choice[key] === value) b.classList.add("on");
     b.addEventListener("click", () => {
@@ -142,7 +153,7 @@ function gamesTable(box, games) {
       el("td", { text: (g.created || "").replace("T", " ").slice(0, 16) }),
       el("td", { text: g.white }), el("td", { text: g.black }),
       el("td", { class: "res", text: g.result }), el("td", { text: g.termination }),
-      el("td", { text: g.tc }),
+      el("td", { text: tcLabel(g.tc) }),
       el("td", {}, el("a", { href: "#/review/" + g.id, text: "Review" }))));
   }
   box.append(table);
@@ -153,10 +164,12 @@ async function openLobby() {
   try {
     if (!info) info = await (await fetch("/api/info")).json();
   } catch (e) { return showError("The server does not answer."); }
-  choiceButtons($("tc-choices"), info.time_controls, TC_LABELS, "tc");
-  choiceButtons($("strength-choices"), info.strengths, STRENGTH_LABELS, "strength");
+  const tcNames = {};
+  for (const t of info.time_controls) tcNames[t.tc] = t.label + (TC_KINDS[t.tc] ? " · " + TC_KINDS[t.tc] : "");
+  choiceButtons($("tc-choices"), info.time_controls.map((t) => t.tc), (v) => tcNames[v], "tc");
+  choiceButtons($("strength-choices"), info.strengths, (v) => STRENGTH_LABELS[v] || v, "strength");
   for (const b of $("color-choices").children) b.classList.toggle("on", b.dataset.color === choice.color);
-  $("engine-note").textContent = "Engine: " + info.engine + (info.description ? " (" + info.description + ")" : "");
+  $("engine-note").textContent = "Engine: " + info.engine + (info.description ? ": " + info.description : "");
   const current = seats.current();
   $("resume").hidden = !current;
   if (current) $("resume-btn").onclick = () => { location.hash = "#/game/" + current; };
@@ -202,11 +215,12 @@ class LiveGame {
     this.closed = false;
     this.delay = 500;
     this.board = new Board($("board"), {
-      onMove: (uci) => this.send({ type: "move", uci, ply: this.state ? this.state.ply : null }),
+      onMove: (uci) => this.move(uci),
       promotion: (from, to, moves, done) => this.promote(to, moves, done),
     });
     this.timer = setInterval(() => this.tick(), 100);
     $("result").hidden = true;
+    $("result").onclick = (e) => { if (e.target === $("result")) $("result").hidden = true; };
     $("promotion").hidden = true;
     $("moves").innerHTML = "";
     $("status").textContent = "Connecting…";
@@ -238,6 +252,12 @@ class LiveGame {
     this.closed = true;
     clearInterval(this.timer);
     if (this.ws) this.ws.close();
+  }
+
+  move(uci) {
+    this.send({ type: "move", uci, ply: this.state.ply });
+    this.setStatus("Caligo is thinking…", "thinking");
+    this.pending = true;
   }
 
   send(msg) {
@@ -272,6 +292,7 @@ class LiveGame {
   onState(f) {
     const prev = this.state;
     this.state = f;
+    this.pending = false;
     this.recvAt = performance.now();
     const v = f.view;
     const hint = v.hints.own_last_move;
@@ -286,8 +307,8 @@ class LiveGame {
       interactive: f.your_turn,
     });
     const opp = f.color === "white" ? "black" : "white";
-    $("name-bottom").textContent = "You (" + f.color + ")";
-    $("name-top").textContent = f.opponent + " (" + opp + ")";
+    $("name-bottom").replaceChildren(el("span", { class: "dot " + f.color, title: f.color }), "You");
+    $("name-top").replaceChildren(el("span", { class: "dot " + opp, title: opp }), f.opponent);
     this.renderMoves(f);
     this.renderTally(f);
     this.tick();
@@ -295,6 +316,8 @@ class LiveGame {
     else if (f.your_turn) this.setStatus("Your move", "turn");
     else this.setStatus("Caligo is thinking…", "thinking");
     $("resign").hidden = f.status === "over";
+    $("after-review").hidden = $("after-new").hidden = f.status !== "over";
+    $("after-review").href = "#/review/" + this.id;
     $("abort").hidden = f.status === "over" || f.ply >= 2;
     document.title = (f.your_turn ? "▶ Your move · " : "") + "Caligo · Fog of War";
     if (prev && f.ply > prev.ply) {
@@ -316,8 +339,10 @@ class LiveGame {
     $("result-title").textContent = title;
     $("result-text").textContent = text;
     $("result-review").href = "#/review/" + this.id;
-    $("result").hidden = false;
-    if (!prev || prev.status !== "over") sound.play("end");
+    if (!prev || prev.status !== "over") {
+      $("result").hidden = false;
+      sound.play("end");
+    }
   }
 
   renderMoves(f) {
@@ -432,7 +457,7 @@ class Review {
     this.truth = new Board($("board-truth"));
     this.white = new Board($("board-white"));
     this.black = new Board($("board-black"));
-    this.truthSide = human;
+    this.side = human;
     const range = $("rv-range");
     range.max = String(data.plies.length);
     range.oninput = () => this.go(Number(range.value));
@@ -440,6 +465,10 @@ class Review {
     $("rv-prev").onclick = () => this.go(this.ply - 1);
     $("rv-next").onclick = () => this.go(this.ply + 1);
     $("rv-last").onclick = () => this.go(data.plies.length);
+    $("rv-flip").onclick = () => {
+      this.side = this.side === "white" ? "black" : "white";
+      this.go(this.ply);
+    };
     const base = "/api/games/" + data.id;
     $("dl-pgn").href = base + "/pgn";
     $("dl-white").href = base + "/transcript/white";
@@ -448,7 +477,7 @@ class Review {
     $("review-title").textContent = data.white + you("white") + " vs " + data.black + you("black");
     $("review-meta").textContent = data.result + " · " + RESULT_TEXT[data.result] + " by " +
       data.termination + (data.detail ? " (" + data.detail + ")" : "") + " · " +
-      (data.tc === "none" ? "untimed" : data.tc) + " · " + (data.created || "").replace("T", " ").slice(0, 16);
+      tcLabel(data.tc) + " · " + (data.created || "").replace("T", " ").slice(0, 16);
     this.renderMoves();
     this.go(this.ply);
   }
@@ -458,12 +487,12 @@ class Review {
     this.ply = Math.max(0, Math.min(n, ply));
     const p = this.ply ? this.data.plies[this.ply - 1] : null;
     const fen = p ? p.fen : this.data.initial.fen;
-    this.truth.set({ orientation: this.truthSide, pieces: fenPieces(fen), fog: [],
+    this.truth.set({ orientation: this.side, pieces: fenPieces(fen), fog: [],
                      lastMove: p ? [p.uci.slice(0, 2), p.uci.slice(2, 4)] : null, lost: [] });
     for (const [board, color] of [[this.white, "white"], [this.black, "black"]]) {
       const v = p ? p[color] : this.data.initial[color];
       const hint = v.hints.own_last_move;
-      board.set({ orientation: color, pieces: v.pieces, fog: v.fog,
+      board.set({ orientation: this.side, pieces: v.pieces, fog: v.fog,
                   lastMove: hint ? [hint.slice(0, 2), hint.slice(2, 4)] : null, lost: v.hints.lost });
     }
     $("rv-range").value = String(this.ply);

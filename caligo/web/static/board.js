@@ -1,6 +1,7 @@
 // Caligo board: renders a Fog of War view (caligo.fow.view.view_data) as 64 DOM squares with
 // vector pieces, and lets the player move by clicking or dragging. It only ever receives what
 // the server's frame holds: own pieces, visible enemy pieces, fog squares and legal moves.
+(() => {
 "use strict";
 
 const FILES = "abcdefgh";
@@ -275,3 +276,4 @@ class Board {
 }
 
 window.CaligoBoard = { Board, fenPieces, pieceImage, squareName };
+})();
