@@ -176,12 +176,11 @@ def create_app(config: WebConfig) -> FastAPI:
         await websocket.accept()
         try:
             hub.check_seat(game_id, websocket.query_params.get("seat"))
-            live = await hub.get(game_id)
+            live = await hub.attach(game_id, websocket)
         except (SeatError, NotFoundError) as exc:
             await websocket.send_text(encode(error_frame("forbidden", str(exc))))
             await websocket.close(code=SEAT_CLOSE_CODE)
             return
-        await live.attach(websocket)
         try:
             while True:
                 message = await websocket.receive()

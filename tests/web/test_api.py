@@ -403,3 +403,27 @@ def test_page_and_pieces(client: TestClient) -> None:
     info = client.get("/api/info").json()
     assert info["engine"] == "random"
     assert {"label": "3+2", "tc": "180+2"} in info["time_controls"]
+
+
+def test_idle_games_are_unloaded_and_resume(tmp_path: Path) -> None:
+    with _client(tmp_path / "g.sqlite", max_live_games=2) as c:
+        first = new_game(c, "white")
+        with c.websocket_connect(ws_url(first)) as ws:
+            recv(ws)
+            ws.send_text(json.dumps({"type": "move", "uci": "e2e4", "ply": 0}))
+            recv(ws)
+            before = recv(ws)
+        second = new_game(c, "white")
+        with c.websocket_connect(ws_url(second)) as ws:
+            recv(ws)
+            third = new_game(c, "white")  # the first game, idle, makes room
+            with c.websocket_connect(ws_url(third)) as ws3:
+                recv(ws3)
+                r = c.post("/api/games", json={"color": "white"})
+                assert r.status_code == 503 and "try again" in r.json()["error"]
+        with c.websocket_connect(ws_url(first)) as ws:  # resumed from the store
+            resumed = recv(ws)
+            assert resumed["ply"] == before["ply"] == 2 and resumed["view"] == before["view"]
+            ws.send_text(json.dumps({"type": "move", "uci": "d2d4", "ply": 2}))
+            assert recv(ws)["ply"] == 3
+            assert recv(ws)["ply"] == 4  # the engine of the resumed game moves
