@@ -360,6 +360,7 @@ def observed_moves(obs: Observation, ucis: Sequence[str]) -> list[int]:
     pawns = pieces[base + PAWN]
     kings = pieces[base + KING]
     ep = obs.ep_square
+    last_rank = 7 if obs.player == 0 else 0
     out = []
     for uci in ucis:
         frm = _SQUARE_INDEX.get(uci[0:2], -1) if isinstance(uci, str) else -1
@@ -370,7 +371,7 @@ def observed_moves(obs: Observation, ucis: Sequence[str]) -> list[int]:
             raise MoveError(f"no own piece on the from-square of {uci!r}")
         if len(uci) == 5:
             promo = _PROMO_INDEX.get(uci[4], -1)
-            if promo < 0 or not (pawns >> frm) & 1:
+            if promo < 0 or not (pawns >> frm) & 1 or to >> 3 != last_rank:
                 raise MoveError(f"invalid uci: {uci!r}")
             out.append(frm | (to << 6) | (promo << 12) | (KIND_PROMOTION << 14))
             continue

@@ -24,6 +24,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import IO, Any
 
 from caligo.agents.base import Clock, Decision, TimeControl
@@ -267,6 +268,21 @@ class EngineProcess:
         self._proc = None
 
 
+@dataclass(frozen=True)
+class ExternalSettings:
+    """How an `ExternalAgent` runs its process: display name, directory, environment, timeouts.
+
+    `move_timeout_s` bounds a `go` whose clock carries no deadline (outside the referee).
+    """
+
+    name: str | None = None
+    cwd: str | None = None
+    env: Mapping[str, str] | None = None
+    handshake_timeout_s: float = 10.0
+    ready_timeout_s: float = 5.0
+    move_timeout_s: float = 60.0
+
+
 class ExternalAgent:
     """An `Agent` backed by an engine process speaking `caligo-fow` v1.
 
@@ -279,22 +295,18 @@ class ExternalAgent:
         self,
         command: Sequence[str],
         options: Mapping[str, str] | None = None,
-        name: str | None = None,
+        settings: ExternalSettings | None = None,
         start: bool = True,
-        handshake_timeout_s: float = 10.0,
-        ready_timeout_s: float = 5.0,
-        move_timeout_s: float = 60.0,
-        cwd: str | None = None,
-        env: Mapping[str, str] | None = None,
     ) -> None:
-        self.process = EngineProcess(command, name=name, cwd=cwd, env=env)
+        cfg = settings or ExternalSettings()
+        self.process = EngineProcess(command, name=cfg.name, cwd=cfg.cwd, env=cfg.env)
         self.name = self.process.name
         self.options = dict(options or {})
         self.hello: EngineHello | None = None
         self.restarts = 0
-        self._handshake_timeout = handshake_timeout_s
-        self._ready_timeout = ready_timeout_s
-        self._move_timeout = move_timeout_s
+        self._handshake_timeout = cfg.handshake_timeout_s
+        self._ready_timeout = cfg.ready_timeout_s
+        self._move_timeout = cfg.move_timeout_s
         self._games = 0
         self._game = ""
         self._ply = 0
@@ -458,4 +470,5 @@ __all__ = [
     "EngineProtocolError",
     "EngineTimeout",
     "ExternalAgent",
+    "ExternalSettings",
 ]

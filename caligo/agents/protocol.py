@@ -320,29 +320,33 @@ def encode(message: RefereeMessage | EngineMessage) -> str:
     return json.dumps(message.to_wire(), separators=(",", ":"), ensure_ascii=True) + "\n"
 
 
-def _load(line: str | bytes) -> dict[str, Any]:
+def _load(line: str | bytes) -> tuple[dict[str, Any], str]:
+    """Return (the JSON object, the line as text); raise ProtocolError quoting the line."""
     if isinstance(line, bytes):
         if len(line.rstrip(b"\r\n")) > MAX_LINE_BYTES:
             raise ProtocolError(f"line longer than {MAX_LINE_BYTES} bytes: {shorten(line)}")
         try:
-            line = line.decode("utf-8")
+            text = line.decode("utf-8")
         except UnicodeDecodeError:
             raise ProtocolError(f"line is not UTF-8: {shorten(line)}") from None
-    elif len(line.rstrip("\r\n").encode("utf-8")) > MAX_LINE_BYTES:
-        raise ProtocolError(f"line longer than {MAX_LINE_BYTES} bytes: {shorten(line)}")
+    else:
+        text = line
+        if len(text.rstrip("\r\n").encode("utf-8")) > MAX_LINE_BYTES:
+            raise ProtocolError(f"line longer than {MAX_LINE_BYTES} bytes: {shorten(text)}")
+    text = text.rstrip("\r\n")
     try:
-        data = json.loads(line)
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ProtocolError(f"malformed JSON ({exc.msg}): {shorten(line)}") from None
+        raise ProtocolError(f"malformed JSON ({exc.msg}): {shorten(text)}") from None
     if not isinstance(data, dict) or not isinstance(data.get("type"), str):
-        raise ProtocolError(f"not a message object with a 'type': {shorten(line)}")
-    return data
+        raise ProtocolError(f"not a message object with a 'type': {shorten(text)}")
+    return data, text
 
 
 class _Fields:
     """Typed access to a message's fields; errors quote the line."""
 
-    def __init__(self, data: dict[str, Any], line: str | bytes) -> None:
+    def __init__(self, data: dict[str, Any], line: str) -> None:
         self.data = data
         self.line = line
 
@@ -388,8 +392,8 @@ def decode_referee_message(
     line: str | bytes, player: int | None = None
 ) -> RefereeMessage | UnknownMessage:
     """Parse one referee-to-engine line (`player`: the engine's colour, for `observe`)."""
-    data = _load(line)
-    f = _Fields(data, line)
+    data, text = _load(line)
+    f = _Fields(data, text)
     kind = data["type"]
     if kind == "hello":
         return Hello(protocol=f.text("protocol"), version=f.integer("version"))
@@ -459,8 +463,8 @@ def _policy(f: _Fields) -> dict[str, float]:
 
 def decode_engine_message(line: str | bytes) -> EngineMessage | UnknownMessage:
     """Parse one engine-to-referee line; raise ProtocolError quoting it."""
-    data = _load(line)
-    f = _Fields(data, line)
+    data, text = _load(line)
+    f = _Fields(data, text)
     kind = data["type"]
     if kind == "hello":
         options = data.get("options", [])

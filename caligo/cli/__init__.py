@@ -11,9 +11,9 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from caligo.cli import cmd_bench, cmd_core, cmd_fow, cmd_subgame, cmd_web
+from caligo.cli import cmd_bench, cmd_core, cmd_fow, cmd_play, cmd_subgame, cmd_web
 
-_MODULES = (cmd_core, cmd_subgame, cmd_fow, cmd_bench, cmd_web)
+_MODULES = (cmd_core, cmd_subgame, cmd_fow, cmd_bench, cmd_play, cmd_web)
 
 
 def build_parser() -> argparse.ArgumentParser:

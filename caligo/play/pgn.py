@@ -43,8 +43,12 @@ def ply_comment(ply: PlyRecord) -> str:
             info["belief"] = info["belief_size"]
         for key, short in _INFO_KEYS:
             value = info.get(key)
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                parts.append(f"{short}={value:g}")
+            if isinstance(value, bool):
+                continue
+            if isinstance(value, int):
+                parts.append(f"{short}={value}")
+            elif isinstance(value, float):
+                parts.append(f"{short}={value:.6g}")
         if decision.value is not None:
             parts.append(f"v={decision.value:.2f}")
     clock = ply.clocks_after[ply.mover]

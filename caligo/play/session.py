@@ -33,6 +33,8 @@ from caligo.fow.game import Game, Termination
 from caligo.fow.notation import move_to_san
 from caligo.fow.observation import Observation, observe
 from caligo.fow.position import BLACK, STARTING_FEN, WHITE, from_fen, move_to_uci
+from caligo.fow.transcript import FORMAT as TRANSCRIPT_FORMAT
+from caligo.fow.transcript import VERSION as TRANSCRIPT_VERSION
 from caligo.fow.transcript import Transcript, TranscriptEntry
 from caligo.fow.view import legal_moves_uci
 from caligo.play.errors import IllegalMoveError, SessionError
@@ -243,6 +245,7 @@ class GameSession:
                 self._sides[color].remaining_ms = float(tc.initial_ms)
         self._plies: list[PlyRecord] = []
         self._sans: list[str] = []
+        self._fens: tuple[list[str], list[str]] = ([], [])
         self._end: GameEnd | None = None
         self._turn_started = now()
 
@@ -300,6 +303,29 @@ class GameSession:
             for i in range(len(self._sans), len(self._plies)):
                 self._sans.append(move_to_san(positions[i], self._plies[i].move))
         return list(self._sans)
+
+    def dark_fens(self, color: int) -> list[str]:
+        """`color`'s observation after every ply as dark FEN text (cached: it is not cheap)."""
+        cache = self._fens[color]
+        entries = self._sides[color].entries
+        for i in range(len(cache), len(entries)):
+            cache.append(entries[i].observation.dark_fen())
+        return list(cache)
+
+    def transcript_dict(self, color: int) -> dict[str, Any]:
+        """`self.transcript(color).to_dict()`, from the cached dark FENs."""
+        fens = self.dark_fens(color)
+        entries = self._sides[color].entries
+        return {
+            "format": TRANSCRIPT_FORMAT,
+            "version": TRANSCRIPT_VERSION,
+            "player": COLOR_NAMES[color],
+            "start": self.config.start_fen,
+            "plies": [
+                {"ply": e.ply, "own_move": e.own_move, "observation": fens[i]}
+                for i, e in enumerate(entries)
+            ],
+        }
 
     def transcript(self, color: int) -> Transcript:
         """The seat's transcript so far (a `caligo.fow.transcript.Transcript`)."""

@@ -118,6 +118,72 @@ def _now_text() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
+_GAME_COLUMNS = (
+    "id, created, white, black, tc, start_fen, status, result, termination, pgn, detail,"
+    " config, match_id, round"
+)
+
+
+def _marks(n: int) -> str:
+    return ", ".join("?" * n)
+
+
+@dataclass(frozen=True)
+class StoredGame:
+    """The rows of one game, built without a database (workers build them, the driver writes)."""
+
+    game: tuple[Any, ...]
+    plies: tuple[tuple[Any, ...], ...]
+
+
+def ply_rows(session: GameSession, start: int = 0) -> list[tuple[Any, ...]]:
+    """The `plies` rows of `session` from ply `start` + 1 on."""
+    plies = session.plies[start:]
+    if not plies:
+        return []
+    sans = session.sans()
+    white = session.dark_fens(0)
+    black = session.dark_fens(1)
+    return [
+        _ply_row(session.game_id, p, sans[p.ply - 1], white[p.ply - 1], black[p.ply - 1])
+        for p in plies
+    ]
+
+
+def stored_game(
+    session: GameSession,
+    match_id: str | None = None,
+    round: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> StoredGame:
+    """The `games` row (running, or finished with result and PGN) and the `plies` rows."""
+    cfg = session.config
+    tcs = cfg.time_controls
+    tc = str(tcs[0]) if tcs[0] == tcs[1] else f"{tcs[0]} / {tcs[1]}"
+    end = session.end
+    status, result, termination, detail, pgn = RUNNING, "*", "", "", ""
+    if end is not None:
+        status, result, termination, detail = FINISHED, end.result, end.reason.value, end.detail
+        pgn = session_pgn(session, headers)
+    game = (
+        cfg.game_id,
+        _now_text(),
+        cfg.names[0],
+        cfg.names[1],
+        tc,
+        cfg.start_fen,
+        status,
+        result,
+        termination,
+        pgn,
+        detail,
+        json.dumps(cfg.to_dict()),
+        match_id,
+        round,
+    )
+    return StoredGame(game, tuple(ply_rows(session)))
+
+
 class GameStore:
     """A SQLite file of games; safe to share between threads (one connection, one lock)."""
 
@@ -150,55 +216,29 @@ class GameStore:
 
     # --- writing a game ------------------------------------------------------------------
 
+    def insert(self, stored: StoredGame) -> None:
+        """Insert a game row and its plies in one transaction."""
+        with self._tx() as db:
+            db.execute(f"INSERT INTO games ({_GAME_COLUMNS}) VALUES ({_marks(14)})", stored.game)
+            db.executemany(f"INSERT INTO plies VALUES ({_marks(10)})", stored.plies)
+
     def create(
         self, session: GameSession, match_id: str | None = None, round: str | None = None
     ) -> None:
-        """Insert the game (status running) and any plies it already has."""
-        cfg = session.config
-        tcs = cfg.time_controls
-        tc = str(tcs[0]) if tcs[0] == tcs[1] else f"{tcs[0]} / {tcs[1]}"
-        with self._tx() as db:
-            db.execute(
-                "INSERT INTO games (id, created, white, black, tc, start_fen, status, result,"
-                " termination, pgn, detail, config, match_id, round)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, '*', '', '', '', ?, ?, ?)",
-                (
-                    cfg.game_id,
-                    _now_text(),
-                    cfg.names[0],
-                    cfg.names[1],
-                    tc,
-                    cfg.start_fen,
-                    RUNNING,
-                    json.dumps(cfg.to_dict()),
-                    match_id,
-                    round,
-                ),
-            )
-            self._insert_plies(db, session, 0)
+        """Insert a running game (and any plies it already has); see `record_ply`, `finish`."""
+        self.insert(stored_game(session, match_id, round))
 
-    def _insert_plies(self, db: sqlite3.Connection, session: GameSession, start: int) -> None:
-        plies = session.plies[start:]
-        if not plies:
-            return
-        sans = session.sans()
-        white = session.transcript(0).entries
-        black = session.transcript(1).entries
-        db.executemany(
-            "INSERT INTO plies VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                _ply_row(session.game_id, p, sans[p.ply - 1], white[p.ply - 1], black[p.ply - 1])
-                for p in plies
-            ],
-        )
+    def _stored_plies(self, db: sqlite3.Connection, game_id: str) -> int:
+        row = db.execute(
+            "SELECT COALESCE(MAX(ply), 0) FROM plies WHERE game_id = ?", (game_id,)
+        ).fetchone()
+        return int(row[0])
 
     def record_ply(self, session: GameSession) -> None:
         """Append the plies of `session` not stored yet (call after every ply)."""
         with self._tx() as db:
-            row = db.execute(
-                "SELECT COALESCE(MAX(ply), 0) FROM plies WHERE game_id = ?", (session.game_id,)
-            ).fetchone()
-            self._insert_plies(db, session, int(row[0]))
+            start = self._stored_plies(db, session.game_id)
+            db.executemany(f"INSERT INTO plies VALUES ({_marks(10)})", ply_rows(session, start))
 
     def finish(self, session: GameSession, headers: dict[str, str] | None = None) -> None:
         """Store the remaining plies, the result, the termination and the PGN."""
@@ -207,10 +247,8 @@ class GameStore:
             raise StorageError(f"game {session.game_id} is not over")
         pgn = session_pgn(session, headers)
         with self._tx() as db:
-            row = db.execute(
-                "SELECT COALESCE(MAX(ply), 0) FROM plies WHERE game_id = ?", (session.game_id,)
-            ).fetchone()
-            self._insert_plies(db, session, int(row[0]))
+            start = self._stored_plies(db, session.game_id)
+            db.executemany(f"INSERT INTO plies VALUES ({_marks(10)})", ply_rows(session, start))
             db.execute(
                 "UPDATE games SET status = ?, result = ?, termination = ?, detail = ?, pgn = ?"
                 " WHERE id = ?",
@@ -224,9 +262,8 @@ class GameStore:
         round: str | None = None,
         headers: dict[str, str] | None = None,
     ) -> None:
-        """Store a whole finished game in one go (the match runner's path)."""
-        self.create(session, match_id, round)
-        self.finish(session, headers)
+        """Store a whole game in one transaction (the match runner's path)."""
+        self.insert(stored_game(session, match_id, round, headers))
 
     # --- seats -------------------------------------------------------------------------------
 
@@ -252,9 +289,7 @@ class GameStore:
         """The `games` row of `game_id`; raise StorageError if there is none."""
         with self._lock:
             row = self._db.execute(
-                "SELECT id, created, white, black, tc, start_fen, status, result, termination,"
-                " pgn, detail, config, match_id, round FROM games WHERE id = ?",
-                (game_id,),
+                f"SELECT {_GAME_COLUMNS} FROM games WHERE id = ?", (game_id,)
             ).fetchone()
         if row is None:
             raise StorageError(f"no game {game_id!r} in {self.path!r}")
@@ -264,10 +299,7 @@ class GameStore:
         self, status: str | None = None, match_id: str | None = None, limit: int = 1000
     ) -> list[GameRow]:
         """Games, newest first, optionally filtered by status and match."""
-        sql = (
-            "SELECT id, created, white, black, tc, start_fen, status, result, termination,"
-            " pgn, detail, config, match_id, round FROM games"
-        )
+        sql = f"SELECT {_GAME_COLUMNS} FROM games"
         where, args = [], []
         if status is not None:
             where.append("status = ?")
@@ -356,15 +388,15 @@ def _winner(result: str) -> int | None:
     return {"1-0": 0, "0-1": 1}.get(result)
 
 
-def _ply_row(game_id: str, p: PlyRecord, san: str, white: Any, black: Any) -> tuple[Any, ...]:
+def _ply_row(game_id: str, p: PlyRecord, san: str, white: str, black: str) -> tuple[Any, ...]:
     info = decision_json(p.decision)
     return (
         game_id,
         p.ply,
         p.uci,
         san,
-        white.observation.dark_fen(),
-        black.observation.dark_fen(),
+        white,
+        black,
         p.clocks_after[0],
         p.clocks_after[1],
         json.dumps(info) if info else None,
@@ -372,4 +404,14 @@ def _ply_row(game_id: str, p: PlyRecord, san: str, white: Any, black: Any) -> tu
     )
 
 
-__all__ = ["FINISHED", "RUNNING", "GameRow", "GameStore", "PlyRow", "decision_json"]
+__all__ = [
+    "FINISHED",
+    "RUNNING",
+    "GameRow",
+    "GameStore",
+    "PlyRow",
+    "StoredGame",
+    "decision_json",
+    "ply_rows",
+    "stored_game",
+]

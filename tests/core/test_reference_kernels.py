@@ -75,8 +75,7 @@ def test_expected_value_and_realization(seed: int, strat_seed: int) -> None:
             while tree.parent[node] >= 0:
                 par = tree.parent[node]
                 if tree.player[par] == p:
-                    prob *= s[tree.infoset_offset[tree.infoset[par]] + node
-                              - tree.first_child[par]]
+                    prob *= s[tree.infoset_offset[tree.infoset[par]] + node - tree.first_child[par]]
                 node = par
             assert abs(x[tree.seq[h, p]] - prob) < 1e-12
 
@@ -110,8 +109,14 @@ def test_best_response_against_enumeration(seed: int, strat_seed: int, responder
             y = realization_plan(tree, pure, responder)
             if y[seq_id] != 1.0:
                 continue
-            v = sum(tree.chance_reach[t] * x[tree.seq[t, fixed]] * y[tree.seq[t, responder]]
-                    * tree.utility[t] * sign for t in below)
+            v = sum(
+                tree.chance_reach[t]
+                * x[tree.seq[t, fixed]]
+                * y[tree.seq[t, responder]]
+                * tree.utility[t]
+                * sign
+                for t in below
+            )
             best_v = max(best_v, v)
         assert abs(br.sequence_values[seq_id] * sign - best_v) < 1e-12
 

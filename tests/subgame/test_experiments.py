@@ -39,8 +39,14 @@ def test_table1_blueprint_column(row: t1.GameRow) -> None:
 
 def test_table1_blueprint_values_md() -> None:
     """The finer values of reference/values.md (computed there by the same LP)."""
-    expected = {"kuhn": 0.012401, "kuhn_bet": 0.00347, "leduc": 0.020730,
-                "leduc_fold": 0.00646, "leduc_bet": 0.00973, "dark_hex": 0.068359}
+    expected = {
+        "kuhn": 0.012401,
+        "kuhn_bet": 0.00347,
+        "leduc": 0.020730,
+        "leduc_fold": 0.00646,
+        "leduc_bet": 0.00973,
+        "dark_hex": 0.068359,
+    }
     for key, value in expected.items():
         row = t1.row_by_key(key)
         bp = t1.blueprint(load_game(row.spec), row.floor)
@@ -57,8 +63,11 @@ def test_runner_writes_outputs(tmp_path: object) -> None:
     from pathlib import Path
 
     out = Path(str(tmp_path))
-    table = Table("demo", ({"a": 1, "b": 0.5}, {"a": 2, "b": math.inf}),
-                  (Column("a", "A"), Column("b", "B", "{:.2f}")))
+    table = Table(
+        "demo",
+        ({"a": 1, "b": 0.5}, {"a": 2, "b": math.inf}),
+        (Column("a", "A"), Column("b", "B", "{:.2f}")),
+    )
     paths = write_outputs(table, out)
     assert {p.name for p in paths} == {"demo.md", "demo.csv", "demo.json"}
     assert "| 2 | inf |" in (out / "demo.md").read_text()
@@ -95,8 +104,9 @@ def test_theorem9_affine_equilibrium() -> None:
     assert row.max_gap < 1e-8
 
 
-@pytest.mark.parametrize("key", ["kuhn", "kuhn_bet", "dark_hex", "goofspiel_increasing",
-                                 "matching_pennies"])
+@pytest.mark.parametrize(
+    "key", ["kuhn", "kuhn_bet", "dark_hex", "goofspiel_increasing", "matching_pennies"]
+)
 def test_table1_epsilon_zero_small(key: str) -> None:
     """Seed 000 section 7: with epsilon = 0 nested 1-KLSS leaves exploitability at 0."""
     row = t1.run_row(t1.row_by_key(key), t1.Table1Config(epsilon=0.0))

@@ -33,8 +33,9 @@ def _random_strategy(tree: GameTree, seed: int) -> np.ndarray:
     return normalize_per_infoset(tree, rng.uniform(0.05, 1.0, tree.num_slots))
 
 
-def _source_margins(tree: GameTree, blueprint: np.ndarray, sub: Subgame,
-                    lifted: np.ndarray) -> np.ndarray:
+def _source_margins(
+    tree: GameTree, blueprint: np.ndarray, sub: Subgame, lifted: np.ndarray
+) -> np.ndarray:
     """u*(x'|I0) - u*(x|I0) measured in the source game (the definition, seed 000 section 3)."""
     regions = [np.flatnonzero(tree.kinfo[:, 1] == k).astype(np.int32) for k in sub.root_kinfo]
     after = best_response(tree, lifted, 1).strategy
@@ -83,12 +84,14 @@ def test_margins_on_random_games(kind: GadgetKind, k: float) -> None:
             np.testing.assert_allclose(subgame_margins(sub, base), 0, atol=1e-9)
             sol = solve_subgame(sub)
             lifted = lift(tree, s, sub, sol)
-            np.testing.assert_allclose(sol.margins, _source_margins(tree, s, sub, lifted),
-                                       atol=1e-8)
+            np.testing.assert_allclose(
+                sol.margins, _source_margins(tree, s, sub, lifted), atol=1e-8
+            )
             if kind is GadgetKind.MAXMARGIN:
                 assert sol.min_margin >= -1e-9  # the blueprint is feasible with margin 0
-                assert sol.value == pytest.approx(float(np.min(sol.margins * sub.scale())),
-                                                  abs=1e-8)
+                assert sol.value == pytest.approx(
+                    float(np.min(sol.margins * sub.scale())), abs=1e-8
+                )
 
 
 def test_nested_gadget_carries_B_and_keeps_zero_blueprint_margins() -> None:
@@ -103,8 +106,9 @@ def test_nested_gadget_carries_B_and_keeps_zero_blueprint_margins() -> None:
                 sol = solve_subgame(sub)
                 gt = sub.tree
                 for g2 in gt.infosets_of(0):
-                    sub2 = make_subgame(gt, sol.strategy, int(g2),
-                                        SubgameOptions(kind=kind, k=1), sub.extra)
+                    sub2 = make_subgame(
+                        gt, sol.strategy, int(g2), SubgameOptions(kind=kind, k=1), sub.extra
+                    )
                     if sub2.is_empty:
                         continue
                     base = _gadget_blueprint_from(sub2, gt, sol.strategy)

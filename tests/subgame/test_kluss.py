@@ -51,7 +51,6 @@ def test_kluss_vs_klss_vs_common_knowledge_sizes() -> None:
                 continue
             sol = solve_subgame(b)
             assert sol.min_margin >= -1e-9
-            np.testing.assert_allclose(
-                subgame_margins(b, sol.strategy), sol.margins, atol=1e-12)
+            np.testing.assert_allclose(subgame_margins(b, sol.strategy), sol.margins, atol=1e-12)
             lifted = lift(t, s, b, sol)
             assert lifted.shape == s.shape

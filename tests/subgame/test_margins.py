@@ -35,8 +35,9 @@ def subgames(leduc: GameTree) -> tuple[mg.SecondRoundSubgame, ...]:
     return mg.second_round_subgames(leduc)
 
 
-def test_thirty_second_round_subgames(leduc: GameTree,
-                                      subgames: tuple[mg.SecondRoundSubgame, ...]) -> None:
+def test_thirty_second_round_subgames(
+    leduc: GameTree, subgames: tuple[mg.SecondRoundSubgame, ...]
+) -> None:
     # 5 first-round histories reach the public card (cc, rc, crc, rrc, crrc) x 6 public cards;
     # each root set holds the 20 private deals of the 5 remaining cards, 5 per player-1 card
     assert len(subgames) == 30
@@ -66,8 +67,9 @@ def test_exact_nash_blueprint_resolve_margins_nonnegative(
     leduc: GameTree, subgames: tuple[mg.SecondRoundSubgame, ...]
 ) -> None:
     nash = solve_lp(leduc).strategy
-    cfg = mg.MarginsConfig(blueprint_iterations=(1,), solver=mg.GadgetSolver.LP,
-                           methods=(GadgetKind.RESOLVE,))
+    cfg = mg.MarginsConfig(
+        blueprint_iterations=(1,), solver=mg.GadgetSolver.LP, methods=(GadgetKind.RESOLVE,)
+    )
     chosen = subgames[::3] if SHORT else subgames
     samples = mg.margin_samples(leduc, nash, 0, cfg, chosen)
     assert len(samples) == len(chosen)
@@ -136,11 +138,17 @@ def test_config_validation() -> None:
 def test_write_outputs(tmp_path: object) -> None:
     from pathlib import Path
 
-    cfg = mg.MarginsConfig(blueprint_iterations=(10, 30), gadget_iterations=(10, 100),
-                           max_subgames=4)
+    cfg = mg.MarginsConfig(
+        blueprint_iterations=(10, 30), gadget_iterations=(10, 100), max_subgames=4
+    )
     res = mg.run_margins(cfg)
     paths = mg.write_margins(res, Path(str(tmp_path)))
     names = {p.name for p in paths}
-    assert {"margins.md", "margins.csv", "margins.json", "margins.png",
-            "margins_gadget_iterations.png"} <= names
+    assert {
+        "margins.md",
+        "margins.csv",
+        "margins.json",
+        "margins.png",
+        "margins_gadget_iterations.png",
+    } <= names
     assert "Maxmargin" in res.table().markdown()

@@ -103,8 +103,10 @@ def test_counterexample_exact(n: int) -> None:
     assert np.allclose(heads, 0.0, atol=1e-7)  # tails at every n
 
 
-@pytest.mark.parametrize("spec", ["kuhn_poker", "matching_pennies_n(n=10)",
-                                  "dark_hex(gameversion=adh,num_rows=2,num_cols=2)"])
+@pytest.mark.parametrize(
+    "spec",
+    ["kuhn_poker", "matching_pennies_n(n=10)", "dark_hex(gameversion=adh,num_rows=2,num_cols=2)"],
+)
 def test_epsilon_zero_stays_equilibrium(spec: str) -> None:
     tree = load_game(spec)
     x = solve_lp(tree).strategy

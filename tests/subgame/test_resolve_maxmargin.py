@@ -53,8 +53,11 @@ def test_lp_values_are_seed004_objectives() -> None:
                 for _ in range(5):
                     other = normalize_per_infoset(sub.tree, rng.uniform(0, 1, sub.tree.num_slots))
                     m = subgame_margins(sub, other)
-                    val = (float(np.min(sig * m)) if kind is GadgetKind.MAXMARGIN
-                           else float(np.sum(sub.prior * sig * np.minimum(m, 0.0))))
+                    val = (
+                        float(np.min(sig * m))
+                        if kind is GadgetKind.MAXMARGIN
+                        else float(np.sum(sub.prior * sig * np.minimum(m, 0.0)))
+                    )
                     assert val <= sol.value + 1e-8
 
 
@@ -63,8 +66,7 @@ def test_maxmargin_margin_at_least_resolve_and_resolve_safe_with_ne_blueprint() 
         s = solve_lp(tree).strategy
         for g in tree.infosets_of(0):
             mm = make_subgame(tree, s, int(g), SubgameOptions(k=math.inf))
-            rs = make_subgame(tree, s, int(g),
-                              SubgameOptions(kind=GadgetKind.RESOLVE, k=math.inf))
+            rs = make_subgame(tree, s, int(g), SubgameOptions(kind=GadgetKind.RESOLVE, k=math.inf))
             if mm.is_empty:
                 continue
             m_mm = solve_subgame(mm).margins
@@ -83,8 +85,9 @@ def test_conversions_round_trip(k: float) -> None:
     rs = make_subgame(t, s, g, SubgameOptions(kind=GadgetKind.RESOLVE, k=k))
     for built, converted in ((rs, maxmargin_to_resolve(mm)), (mm, resolve_to_maxmargin(rs))):
         assert converted.tree.num_nodes == built.tree.num_nodes
-        np.testing.assert_allclose(payoff_matrix(converted.tree).toarray(),
-                                   payoff_matrix(built.tree).toarray())
+        np.testing.assert_allclose(
+            payoff_matrix(converted.tree).toarray(), payoff_matrix(built.tree).toarray()
+        )
         np.testing.assert_allclose(converted.extra.toarray(), built.extra.toarray())
         a, b = solve_subgame(built), solve_subgame(converted)
         assert a.value == pytest.approx(b.value, abs=1e-9)
@@ -97,8 +100,14 @@ def test_blueprint_mix_prior() -> None:
     t = load_game("figure1")
     s = normalize_per_infoset(t, np.linspace(1.0, 3.0, t.num_slots))
     g = t.infoset_index()["p0:R1"]
-    sub = make_subgame(t, s, g, SubgameOptions(kind=GadgetKind.RESOLVE, k=math.inf,
-                                               resolve_prior=ResolvePrior.BLUEPRINT_MIX))
+    sub = make_subgame(
+        t,
+        s,
+        g,
+        SubgameOptions(
+            kind=GadgetKind.RESOLVE, k=math.inf, resolve_prior=ResolvePrior.BLUEPRINT_MIX
+        ),
+    )
     assert sub.prior.sum() == pytest.approx(1.0)
     assert not np.allclose(sub.prior, 1.0 / sub.num_roots)
     assert np.all(sub.prior >= 0.5 / sub.num_roots)
@@ -168,8 +177,12 @@ def test_blueprint_alternate_values_equal_best_response_values_at_equilibrium() 
         y = realization_plan(tree, s, 1)
         for g in tree.infosets_of(0):
             a = make_subgame(tree, s, int(g), SubgameOptions(k=math.inf))
-            b = make_subgame(tree, s, int(g), SubgameOptions(
-                k=math.inf, alternate_values=AlternateValues.BLUEPRINT))
+            b = make_subgame(
+                tree,
+                s,
+                int(g),
+                SubgameOptions(k=math.inf, alternate_values=AlternateValues.BLUEPRINT),
+            )
             for r, kid in enumerate(a.root_kinfo):
                 node = int(np.flatnonzero(tree.kinfo[:, 1] == kid)[0])
                 if y[tree.seq[node, 1]] > 1e-9:

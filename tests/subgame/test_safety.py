@@ -19,8 +19,11 @@ from caligo.subgame.safety import allocate_deviations, collapsed_graph, update_b
 
 SHORT = os.environ.get("CALIGO_SHORT") == "1"
 
-GAMES = ["kuhn_poker", "matching_pennies_n(n=10)",
-         "goofspiel(num_cards=4,imp_info=True,points_order=ascending)"]
+GAMES = [
+    "kuhn_poker",
+    "matching_pennies_n(n=10)",
+    "goofspiel(num_cards=4,imp_info=True,points_order=ascending)",
+]
 
 
 def test_collapsed_graph_kuhn() -> None:
@@ -49,8 +52,9 @@ def test_theorem4_blueprint_updates_never_increase(spec: str) -> None:
 def test_theorem5_independent_set_stays_eps_ne(spec: str, join: float) -> None:
     tree = load_game(spec)
     bp = blueprint(tree, FloorKind.UNIFORM)
-    trace = allocate_deviations(tree, bp.strategy, playthroughs=3 if SHORT else 6, seed=2,
-                                join_probability=join)
+    trace = allocate_deviations(
+        tree, bp.strategy, playthroughs=3 if SHORT else 6, seed=2, join_probability=join
+    )
     adj = collapsed_graph(tree)
     chosen = set(trace.solved)
     assert all(not (adj[g] & chosen) for g in chosen)  # independent in G'

@@ -1,0 +1,224 @@
+"""`caligo engine`: serve any registered agent over `caligo-fow` v1 on stdin/stdout.
+
+The server is the engine side of docs/protocol.md: it answers `hello` with its name, version
+and options, `isready` with `readyok`, and turns `newgame` / `observe` / `force` / `go` /
+`gameover` into `Agent` calls through the same `AgentSeat` the in-process referee uses, so an
+agent behaves identically in-process and behind a pipe. Bad input never stops it: a malformed,
+oversized, unknown or out-of-order message gets an `error` reply naming the problem, and the
+server keeps serving until `quit` or the end of its input. Logging goes to stderr; stdout carries
+protocol lines only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import BinaryIO
+
+from caligo import __version__
+from caligo.agents.base import Agent
+from caligo.agents.protocol import (
+    MAX_LINE_BYTES,
+    PROTOCOL,
+    VERSION,
+    EngineHello,
+    EngineMessage,
+    ErrorReply,
+    Force,
+    GameOver,
+    Go,
+    Hello,
+    IsReady,
+    MoveReply,
+    NewGame,
+    Observe,
+    OptionInfo,
+    ProtocolError,
+    Quit,
+    ReadyOk,
+    ResignReply,
+    SetOption,
+    UnknownMessage,
+    decode_referee_message,
+    encode,
+)
+from caligo.agents.registry import AgentSpec, AgentSpecError, create, parse_spec
+from caligo.fow.position import move_to_uci
+from caligo.play.referee import AgentSeat
+
+log = logging.getLogger(__name__)
+
+
+class EngineServer:
+    """The engine side of the protocol for one agent spec; `handle` one line at a time."""
+
+    def __init__(self, spec: str, send: Callable[[str], None]) -> None:
+        self.spec: AgentSpec = parse_spec(spec)
+        if self.spec.external:
+            raise AgentSpecError(f"caligo engine serves a registered agent, not {spec!r}")
+        self._options = dict(self.spec.options)
+        self._send = send
+        self.agent: Agent = create(self.spec)
+        self.seat = AgentSeat(self.agent)
+        self.game: str | None = None
+        self.color: int | None = None
+        self.ply = 0
+
+    def reply(self, message: EngineMessage) -> None:
+        self._send(encode(message))
+
+    def error(self, message: str, ply: int | None = None) -> None:
+        log.warning("caligo engine: %s", message)
+        self.reply(ErrorReply(message, self.game, ply))
+
+    def hello(self) -> EngineHello:
+        """This engine's `hello`: name, version and the agent's options."""
+        options = tuple(OptionInfo(k, "string", v) for k, v in self._options.items())
+        return EngineHello(
+            name=f"Caligo {self.spec.text}",
+            engine_version=__version__,
+            author="Caligo",
+            options=options,
+        )
+
+    def handle_line(self, line: bytes) -> bool:
+        """Process one raw line; return False when the server should stop (`quit`)."""
+        if not line.strip():
+            return True
+        try:
+            message = decode_referee_message(line, self.color)
+        except ProtocolError as exc:
+            self.error(str(exc))
+            return True
+        return self.handle(message)
+
+    def handle(self, message: object) -> bool:
+        """Process one decoded message; return False on `quit`."""
+        try:
+            return self._dispatch(message)
+        except Exception as exc:  # an agent failure is reported, the server goes on
+            log.exception("caligo engine: failure on %r", message)
+            ply = getattr(message, "ply", None)
+            self.error(f"agent failed: {type(exc).__name__}: {exc}", ply)
+            return True
+
+    def _dispatch(self, message: object) -> bool:
+        if isinstance(message, Quit):
+            return False
+        if isinstance(message, Hello):
+            if message.protocol != PROTOCOL or message.version != VERSION:
+                self.error(
+                    f"unsupported protocol {message.protocol!r} version {message.version!r}; "
+                    f"this engine speaks {PROTOCOL!r} version {VERSION}"
+                )
+            self.reply(self.hello())
+        elif isinstance(message, IsReady):
+            self.reply(ReadyOk(message.id))
+        elif isinstance(message, SetOption):
+            self._set_option(message)
+        elif isinstance(message, NewGame):
+            self.seat.deliver(message)
+            self.game, self.color, self.ply = message.game, message.color, 0
+        elif isinstance(message, Observe | Force | Go | GameOver):
+            self._in_game(message)
+        elif isinstance(message, UnknownMessage):
+            self.error(f"unknown message type {message.type!r}")
+        return True
+
+    def _set_option(self, message: SetOption) -> None:
+        if self.game is not None:
+            self.error(f"setoption {message.name!r} during game {self.game!r}: ignored")
+            return
+        options = {**self._options, message.name: message.value}
+        try:
+            text = self.spec.name + ":" + ",".join(f"{k}={v}" for k, v in options.items())
+            agent = create(text)
+        except AgentSpecError as exc:
+            self.error(str(exc))
+            return
+        self.agent.close()
+        self._options = options
+        self.agent = agent
+        self.seat = AgentSeat(agent)
+
+    def _in_game(self, message: Observe | Force | Go | GameOver) -> None:
+        if self.game is None or message.game != self.game:
+            self.error(
+                f"{type(message).__name__.lower()} for game {message.game!r}, "
+                f"but the current game is {self.game!r}"
+            )
+            return
+        if isinstance(message, GameOver):
+            self.seat.deliver(message)
+            self.game = self.color = None
+            return
+        expected = self.ply + 1
+        if message.ply != expected:
+            self.error(
+                f"{type(message).__name__.lower()} for ply {message.ply}, expected ply {expected}",
+                message.ply,
+            )
+            return
+        if isinstance(message, Observe):
+            self.seat.deliver(message)
+            self.ply = message.ply
+        elif isinstance(message, Force):
+            self.seat.deliver(message)
+        else:
+            self._go(message)
+
+    def _go(self, go: Go) -> None:
+        if not go.legal:
+            self.error(f"go without legal moves at ply {go.ply}", go.ply)
+            return
+        decision = self.seat.ask(go)
+        assert self.game is not None
+        if decision.resign:
+            self.reply(ResignReply(self.game, go.ply))
+            return
+        policy = {move_to_uci(m): p for m, p in decision.policy.items()}
+        self.reply(
+            MoveReply(
+                self.game,
+                go.ply,
+                move_to_uci(decision.move),
+                policy=policy,
+                value=decision.value,
+                info=dict(decision.info),
+            )
+        )
+
+
+def _read_lines(stream: BinaryIO, limit: int) -> tuple[bytes, bool]:
+    """Read one line of at most `limit` bytes; return (line, oversized)."""
+    line = stream.readline(limit + 2)
+    if line.endswith(b"\n") or len(line) <= limit:
+        return line, False
+    while line and not line.endswith(b"\n"):  # skip the rest of the oversized line
+        line = stream.readline(1 << 16)
+    return b"", True
+
+
+def serve(spec: str, stdin: BinaryIO, stdout: BinaryIO) -> int:
+    """Serve `spec` on binary stdin/stdout until `quit` or end of input; return 0."""
+
+    def send(text: str) -> None:
+        stdout.write(text.encode("utf-8"))
+        stdout.flush()
+
+    server = EngineServer(spec, send)
+    try:
+        while True:
+            line, oversized = _read_lines(stdin, MAX_LINE_BYTES)
+            if oversized:
+                server.error(f"line longer than {MAX_LINE_BYTES} bytes: skipped")
+                continue
+            if not line:
+                return 0
+            if not server.handle_line(line):
+                return 0
+    finally:
+        server.agent.close()
+
+
+__all__ = ["EngineServer", "serve"]

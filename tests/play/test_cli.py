@@ -1,0 +1,92 @@
+"""`caligo match` and `caligo engine --list` from the command line (in-process `main`).
+
+Expected values: the files the command promises (PGN with Variant, transcripts, JSON result with
+W-D-L and pentanomial counts that add up), and clear errors for bad options.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from caligo.cli import main
+
+
+def test_match_command_writes_everything(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pgn, db, js = tmp_path / "m.pgn", tmp_path / "m.db", tmp_path / "m.json"
+    status = main(
+        [
+            "match",
+            "--engine",
+            "random",
+            "--engine",
+            "random:seed=2",
+            "--rounds",
+            "3",
+            "--tc",
+            "60+1",
+            "--sprt",
+            "elo0=0,elo1=10",
+            "--pgn",
+            str(pgn),
+            "--db",
+            str(db),
+            "--json",
+            str(js),
+        ]
+    )
+    assert status == 0
+    out = capsys.readouterr().out
+    assert out.count("pair ") == 3 and "LLR" in out and "White's share" in out
+    assert "Pentanomial [LL, LD+DL, LW+DD+WL, DW+WD, WW]" in out
+    result = json.loads(js.read_text())
+    assert result["games"] == 6 and sum(result["pentanomial"]) == 3
+    assert result["sprt"]["bounds"] == pytest.approx([-2.944439, 2.944439], abs=1e-6)
+    assert pgn.read_text().count('[Variant "Fog of War"]') == 6
+    assert len((tmp_path / "m.transcripts.jsonl").read_text().splitlines()) == 6
+    # the same command again resumes from the database: nothing left to play
+    assert (
+        main(
+            [
+                "match",
+                "--engine",
+                "random",
+                "--engine",
+                "random:seed=2",
+                "--rounds",
+                "3",
+                "--tc",
+                "60+1",
+                "--db",
+                str(db),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    assert "3 resumed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--engine", "random"], "exactly two"),
+        (["--engine", "random", "--engine", "bogus"], "unknown agent 'bogus'"),
+        (["--engine", "random", "--engine", "random", "--tc", "fast"], "invalid time control"),
+        (["--engine", "random", "--engine", "random", "--sprt", "elo0=1"], "SPRT"),
+    ],
+)
+def test_match_command_errors(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["match", *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_engine_list(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["engine", "--list"]) == 0
+    assert "random" in capsys.readouterr().out
