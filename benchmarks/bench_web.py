@@ -33,6 +33,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from caligo.cli.cmd_web import serve_argv
+
 ECHO_SERVER = """
 import socket, uvicorn
 from fastapi import FastAPI, WebSocket, WebSocketDisconnect
@@ -178,23 +180,8 @@ async def run_clients(coros: list) -> None:  # type: ignore[type-arg]
 def measure_caligo(games: int, seconds: float, think: float, max_searches: int) -> Stats:
     stats = Stats()
     with tempfile.TemporaryDirectory(prefix="caligo-bench-web-") as tmp:
-        cmd = [
-            sys.executable,
-            "-m",
-            "caligo.cli",
-            "web",
-            "serve",
-            "--port",
-            "0",
-            "--db",
-            str(Path(tmp) / "games.sqlite"),
-            "--agent",
-            "random",
-            "--seed",
-            "1",
-            "--max-searches",
-            str(max_searches),
-        ]
+        db = Path(tmp) / "games.sqlite"
+        cmd = serve_argv(db, agent="random", seed=1, max_searches=max_searches)
         proc, url = start(cmd)
         try:
             post_game(url, "white")  # warm up: numba caches, first SQLite pages

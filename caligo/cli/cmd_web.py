@@ -6,11 +6,38 @@ import argparse
 import logging
 import os
 import socket
+import sys
 from pathlib import Path
 from typing import Any
 
 WS_MAX_BYTES = 1 << 16
 """Frames above this are refused by the WebSocket layer itself (close code 1009)."""
+
+
+def serve_argv(
+    db: str | Path, port: int = 0, agent: str = "random", seed: int = 1, max_searches: int = 1
+) -> list[str]:
+    """The command that runs `caligo web serve` on loopback with this Python (tests, benchmarks);
+    it prints `Caligo web: http://127.0.0.1:PORT/` once it listens."""
+    return [
+        sys.executable,
+        "-m",
+        "caligo.cli",
+        "web",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--db",
+        str(db),
+        "--agent",
+        agent,
+        "--seed",
+        str(seed),
+        "--max-searches",
+        str(max_searches),
+    ]
 
 
 def default_db() -> Path:

@@ -60,13 +60,10 @@ class _SideViews:
         self.color = color
         self.after_own: Observation | None = None
         self.own_last: str | None = None
-        self.entries: list[TranscriptEntry] = []
         self.initial = initial
 
-    def add(self, ply: int, mover: int, uci: str, obs: Observation) -> dict[str, Any]:
-        own = uci if mover == self.color else None
-        self.entries.append(TranscriptEntry(ply, own, obs))
-        if own is not None:
+    def add(self, mover: int, uci: str, obs: Observation) -> dict[str, Any]:
+        if mover == self.color:
             self.after_own, self.own_last = obs, uci
         return _board(view_data(obs, self.after_own, self.own_last))
 
@@ -101,21 +98,15 @@ def reveal_payload(store: GameStore, game_id: str, human: int | None = None) -> 
                 "uci": p.move_uci,
                 "san": p.san,
                 "fen": game.fen(),
-                "white": sides[WHITE].add(p.ply, mover, p.move_uci, obs[WHITE]),
-                "black": sides[BLACK].add(p.ply, mover, p.move_uci, obs[BLACK]),
+                "white": sides[WHITE].add(mover, p.move_uci, obs[WHITE]),
+                "black": sides[BLACK].add(mover, p.move_uci, obs[BLACK]),
                 "clocks": [p.ms_white, p.ms_black],
                 "elapsed_ms": p.elapsed_ms,
                 "engine": _diagnostics(p.engine_info),
             }
         )
     return {
-        "id": row.id,
-        "created": row.created,
-        "white": row.white,
-        "black": row.black,
-        "tc": row.tc,
-        "result": row.result,
-        "termination": row.termination,
+        **game_summary(row),
         "detail": row.detail,
         "start_fen": row.start_fen,
         "human": None if human is None else COLOR_NAMES[human],

@@ -11,13 +11,14 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from caligo.cli.cmd_web import serve_argv
 
 _ARTIFACTS: list[Path] = []
 _STARTUP_S = 60.0
@@ -34,23 +35,7 @@ class Server:
         self.start()
 
     def start(self) -> None:
-        cmd = [
-            sys.executable,
-            "-m",
-            "caligo.cli",
-            "web",
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--db",
-            str(self.db),
-            "--seed",
-            str(self.seed),
-            "--agent",
-            self.agent,
-        ]
+        cmd = serve_argv(self.db, self.port, self.agent, self.seed)
         self.proc = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
         )

@@ -12,6 +12,7 @@ from caligo.agents import registry
 from caligo.agents.base import Clock, Decision
 from caligo.agents.random_agent import RandomAgent
 from caligo.fow.game import Game
+from caligo.fow.notation import read_pgn
 from caligo.fow.observation import observe
 from caligo.fow.position import move_to_uci
 
@@ -60,6 +61,18 @@ def random_game(seed: int, max_plies: int = 160) -> list[str]:
         move = rng.choice(captures) if captures and rng.random() < 0.5 else rng.choice(moves)
         game.push(move)
         out.append(move_to_uci(move))
+    return out
+
+
+def replay_pgn(pgn: str) -> list[Any]:
+    """True positions before the first ply and after every ply of a PGN, read back with
+    `caligo.fow.notation.read_pgn` and replayed with `caligo.fow.game.Game`."""
+    parsed = read_pgn(pgn)
+    game = Game(parsed.start_fen)
+    out = [game.position]
+    for move in parsed.moves:
+        game.push(move)
+        out.append(game.position)
     return out
 
 

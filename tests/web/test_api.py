@@ -24,7 +24,6 @@ from fastapi.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
 from caligo.agents.base import Clock, TcKind, TimeControl
-from caligo.fow.game import Game
 from caligo.fow.notation import read_pgn
 from caligo.fow.observation import observe
 from caligo.fow.position import BLACK, WHITE, move_to_uci
@@ -32,7 +31,12 @@ from caligo.fow.transcript import Transcript
 from caligo.fow.view import view_data
 from caligo.web import WebConfig, create_app
 from caligo.web.live import engine_budget
-from tests.web.helpers import CountingAgent, check_state_keys, register_test_agents
+from tests.web.helpers import (
+    CountingAgent,
+    check_state_keys,
+    register_test_agents,
+    replay_pgn,
+)
 
 register_test_agents()
 
@@ -77,17 +81,6 @@ def play_out(ws: Any, rng: random.Random, frames: list[dict[str, Any]], max_move
             uci = rng.choice(caps) if caps else rng.choice(legal)
             ws.send_text(json.dumps({"type": "move", "uci": uci, "ply": f["ply"]}))
             moves += 1
-
-
-def replay_pgn(pgn: str) -> list[Any]:
-    """True positions after every ply of a PGN (start included)."""
-    parsed = read_pgn(pgn)
-    game = Game(parsed.start_fen)
-    out = [game.position]
-    for move in parsed.moves:
-        game.push(move)
-        out.append(game.position)
-    return out
 
 
 @pytest.mark.parametrize("color", ["white", "black"])

@@ -22,7 +22,6 @@ from typing import Any
 import chess
 import pytest
 
-from caligo.fow.game import Game
 from caligo.fow.movegen import legal_moves
 from caligo.fow.notation import read_pgn
 from caligo.fow.observation import observe
@@ -30,7 +29,7 @@ from caligo.fow.position import BLACK, WHITE, move_to_uci, to_fen
 from caligo.fow.transcript import Transcript
 from caligo.fow.view import view_data
 from tests.web.conftest import Server
-from tests.web.helpers import check_state_keys
+from tests.web.helpers import check_state_keys, replay_pgn
 
 pytestmark = pytest.mark.browser
 
@@ -104,18 +103,19 @@ class Player:
             self.page.click(f"#promotion button[data-piece={uci[4]}]")
             self.promotions += 1
 
-    def play(self, until_ply: int | None = None, shot: Path | None = None) -> dict[str, Any]:
-        own = 0
+    def screenshot(self, state: dict[str, Any], path: Path) -> None:
+        """The board with a piece selected (its legal destinations shown)."""
+        square = self.choose(state)[0:2]
+        self.page.click(f"#board [data-square={square}]")
+        self.page.screenshot(path=str(path))
+        self.page.click(f"#board [data-square={square}]")
+
+    def play(self, until_ply: int | None = None) -> dict[str, Any]:
         while True:
             state = self.wait_turn()
             if state["status"] == "over" or (until_ply is not None and state["ply"] >= until_ply):
                 return state
             uci = self.choose(state)
-            own += 1
-            if shot is not None and own == 9:
-                self.page.click(f"#board [data-square={uci[0:2]}]")  # show the highlights
-                self.page.screenshot(path=str(shot))
-                self.page.click(f"#board [data-square={uci[0:2]}]")
             self.move(state, uci)
 
 
@@ -152,16 +152,6 @@ def clock_seconds(text: str) -> float:
     m = re.match(r"^(\d+):(\d+(?:\.\d)?)$", text.strip())
     assert m, text
     return int(m.group(1)) * 60 + float(m.group(2))
-
-
-def true_positions(pgn: str) -> list[Any]:
-    parsed = read_pgn(pgn)
-    game = Game(parsed.start_fen)
-    out = [game.position]
-    for move in parsed.moves:
-        game.push(move)
-        out.append(game.position)
-    return out
 
 
 def dom_pieces(page: Any, board: str) -> dict[str, str]:
@@ -240,11 +230,10 @@ def review_and_download(page: Any, gid: str, positions: list[Any], shot: Path) -
     with page.expect_download() as download:
         page.click("#dl-pgn")
     pgn = Path(download.value.path()).read_text()
-    for color in ("white", "black"):
+    for name, side in (("white", WHITE), ("black", BLACK)):
         with page.expect_download() as download:
-            page.click(f"#dl-{color}")
+            page.click(f"#dl-{name}")
         transcript = Transcript.from_json(Path(download.value.path()).read_text())
-        side = WHITE if color == "white" else BLACK
         assert [e.observation for e in transcript.entries] == [
             observe(p, side) for p in positions[1:]
         ]
@@ -265,6 +254,8 @@ def test_a_whole_game_in_the_browser(
     gid = page.evaluate("live.id")
     player = Player(page, color, random.Random(17 if drag else 5), drag)
     state = player.play(until_ply=6)
+    assert state["status"] == "playing"
+    player.screenshot(state, artifacts / f"board-midgame-{color}.png")
     # the own clock runs while it is the player's move, the opponent's does not
     own0 = clock_seconds(page.inner_text("#clock-bottom"))
     opp0 = clock_seconds(page.inner_text("#clock-top"))
@@ -274,7 +265,7 @@ def test_a_whole_game_in_the_browser(
     assert clock_seconds(page.inner_text("#clock-top")) == opp0
     assert "running" in page.get_attribute("#clock-bottom", "class")
     assert page.inner_text("#status") == "Your move"
-    state = player.play(shot=artifacts / f"board-midgame-{color}.png")
+    state = player.play()
     assert state["status"] == "over"
     page.wait_for_selector("#result:not([hidden])")
     title = page.inner_text("#result-title")
@@ -285,7 +276,7 @@ def test_a_whole_game_in_the_browser(
     assert title == expected
     page.screenshot(path=str(artifacts / f"result-{color}.png"))
     gid_pgn = page.request.get(f"{server.url}api/games/{gid}/pgn").text()
-    positions = true_positions(gid_pgn)
+    positions = replay_pgn(gid_pgn)
     moves = [move_to_uci(m) for m in read_pgn(gid_pgn).moves]
     assert len(positions) - 1 == state["ply"]
     assert check_wire(frames, color, positions, moves) >= player.fog_checked

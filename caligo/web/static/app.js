@@ -80,7 +80,7 @@ const sound = {
     this.button();
   },
   button() {
-    $("sound").textContent = this.on() ? "♪ Sound on" : "♪ Sound off";
+    $("sound").textContent = this.on() ? "♪ On" : "♪ Off";
     $("sound").classList.toggle("off", !this.on());
   },
   play(kind) {
