@@ -9,6 +9,10 @@ class WebError(CaligoError):
     """Base class of web-layer errors."""
 
 
+class WebConfigError(WebError, ValueError):
+    """An invalid server setting (`WebConfig`); the message quotes it."""
+
+
 class BadRequestError(WebError, ValueError):
     """A malformed request or WebSocket frame from a browser (answered, never fatal).
 
@@ -42,5 +46,6 @@ __all__ = [
     "GameRunningError",
     "NotFoundError",
     "SeatError",
+    "WebConfigError",
     "WebError",
 ]

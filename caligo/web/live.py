@@ -55,7 +55,13 @@ from caligo.play.errors import IllegalMoveError, SessionError
 from caligo.play.referee import AgentSeat
 from caligo.play.session import EndReason, GameSession, SessionConfig
 from caligo.play.storage import GameStore
-from caligo.web.errors import BadRequestError, GameNotFoundError, SeatError, WebError
+from caligo.web.errors import (
+    BadRequestError,
+    GameNotFoundError,
+    SeatError,
+    WebConfigError,
+    WebError,
+)
 from caligo.web.seat_view import SeatTracker
 
 log = logging.getLogger(__name__)
@@ -94,7 +100,7 @@ class WebConfig:
 
     def __post_init__(self) -> None:
         if self.max_searches < 1 or self.max_live_games < 1 or self.max_message_bytes < 64:
-            raise WebError(f"invalid web config: {self!r}")
+            raise WebConfigError(f"invalid web config: {self!r}")
         registry.parse_spec(self.agent)  # raises AgentSpecError quoting it
 
 

@@ -24,12 +24,14 @@ from fastapi.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
 from caligo.agents.base import Clock, TcKind, TimeControl
+from caligo.agents.registry import AgentSpecError
 from caligo.fow.notation import read_pgn
 from caligo.fow.observation import observe
 from caligo.fow.position import BLACK, WHITE, move_to_uci
 from caligo.fow.transcript import Transcript
 from caligo.fow.view import view_data
 from caligo.web import WebConfig, create_app
+from caligo.web.errors import WebConfigError
 from caligo.web.live import engine_budget
 from tests.web.helpers import (
     CountingAgent,
@@ -420,3 +422,11 @@ def test_idle_games_are_unloaded_and_resume(tmp_path: Path) -> None:
             ws.send_text(json.dumps({"type": "move", "uci": "d2d4", "ply": 2}))
             assert recv(ws)["ply"] == 3
             assert recv(ws)["ply"] == 4  # the engine of the resumed game moves
+
+
+def test_invalid_server_settings_are_refused(tmp_path: Path) -> None:
+    db = str(tmp_path / "g.sqlite")
+    with pytest.raises(WebConfigError, match="max_searches=0"):
+        WebConfig(db=db, agent="random", max_searches=0)
+    with pytest.raises(AgentSpecError, match="'bad agent'"):
+        WebConfig(db=db, agent="bad agent")
