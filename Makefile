@@ -1,10 +1,11 @@
 # Two commands do all the set-up on a fresh machine: `make run` and `make test`.
 PY ?= python3
+PORT ?= 8000
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck pytest bench clean
+.PHONY: run demo test lint typecheck pytest bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -12,7 +13,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -e '.[dev]'
 	touch $(STAMP)
 
+# The main job: the web app on 127.0.0.1 (URL printed), playing the strongest available agent.
 run: $(STAMP)
+	$(BIN)/caligo web serve --host 127.0.0.1 --port $(PORT)
+
+demo: $(STAMP)
 	$(BIN)/caligo games stats
 	$(BIN)/caligo solve leduc_poker --algo cfr+ --iters 2000
 

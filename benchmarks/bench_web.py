@@ -1,0 +1,251 @@
+"""Concurrent WebSocket games against the web app, with a bare FastAPI echo server as reference.
+
+The server is `caligo web serve` (uvicorn, the play layer's SQLite store, `RandomAgent`) in a
+subprocess on a free loopback port. N scripted clients each play one game at a time, back to
+back, for a bounded time: create a game over REST, open the seat's WebSocket, answer every own
+turn with a random legal move (captures first, so games stay short) after `--think-ms`, and time
+each move from sending it to receiving the `state` frame that acknowledges it. That frame goes
+out before the engine is asked, so the figure excludes engine thinking; it includes everything
+else the server does per move (session, SQLite write, projection, frame, JSON) and the loopback
+round trip.
+
+Reference, same run: a bare FastAPI WebSocket echo server (also uvicorn, in its own process)
+with the same number of clients sending move-sized messages at the same pace; the ratio of the
+two p99s is the cost of Caligo's per-move work over the framework's floor.
+
+Last line: `web games=N errors=E p99_move_ms=T` (N concurrent games, E errors of any kind:
+error frames, dropped sockets, failed requests). Target (issue 10): 50 games for 120 s, 0
+errors, p99 under 50 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from caligo.cli.cmd_web import serve_argv
+
+ECHO_SERVER = """
+import socket, uvicorn
+from fastapi import FastAPI, WebSocket, WebSocketDisconnect
+app = FastAPI()
+@app.websocket("/echo")
+async def echo(ws: WebSocket):
+    await ws.accept()
+    try:
+        while True:
+            await ws.send_text(await ws.receive_text())
+    except WebSocketDisconnect:
+        pass
+sock = socket.create_server(("127.0.0.1", 0))
+print(f"http://127.0.0.1:{sock.getsockname()[1]}/", flush=True)
+uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+"""
+
+
+class Stats:
+    """What the clients measured (a plain class: `caligo bench` runs this file unregistered in
+    sys.modules, where dataclasses cannot resolve their annotations)."""
+
+    def __init__(self) -> None:
+        self.latencies_ms: list[float] = []
+        self.errors = 0
+        self.games = 0
+        self.notes: list[str] = []
+
+    def error(self, text: str) -> None:
+        self.errors += 1
+        if len(self.notes) < 5:
+            self.notes.append(text)
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (nearest rank) of `values`; nan when empty."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), round(q / 100.0 * len(ordered) + 0.5)))
+    return ordered[rank - 1]
+
+
+def start(cmd: list[str]) -> tuple[subprocess.Popen[str], str]:
+    """Start a server process and return it with the URL it prints."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"server exited with {proc.wait()}")
+        match = re.search(r"http://127\.0\.0\.1:\d+/", line)
+        if match:
+            return proc, match.group(0)
+    proc.kill()
+    raise RuntimeError("server printed no URL")
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def post_game(url: str, color: str) -> dict[str, str]:
+    body = json.dumps({"color": color, "tc": "none", "strength": "mt=0.05"}).encode()
+    req = urllib.request.Request(
+        url + "api/games", data=body, headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.loads(resp.read())  # type: ignore[no-any-return]
+
+
+async def play_games(
+    url: str, index: int, until: float, think: float, stats: Stats, rng: random.Random
+) -> None:
+    """One client: games back to back until `until` (monotonic seconds)."""
+    from websockets.asyncio.client import connect
+
+    ws_base = url.replace("http://", "ws://")
+    while time.monotonic() < until:
+        color = ("white", "black")[(index + stats.games) % 2]
+        try:
+            game = await asyncio.to_thread(post_game, url, color)
+            uri = f"{ws_base}ws/games/{game['game']}?seat={game['seat']}"
+            async with connect(uri, max_size=1 << 20) as ws:
+                await play_one(ws, until, think, stats, rng)
+        except Exception as exc:  # every failure counts; the client goes on with a new game
+            stats.error(f"{type(exc).__name__}: {exc}")
+
+
+async def play_one(ws: object, until: float, think: float, stats: Stats, rng: random.Random):
+    sent_ply = -1
+    sent_at = 0.0
+    while True:
+        frame = json.loads(await ws.recv())  # type: ignore[attr-defined]
+        if frame["type"] != "state":
+            stats.error(f"error frame: {frame}")
+            return
+        if sent_ply >= 0 and frame["ply"] > sent_ply:
+            stats.latencies_ms.append((time.perf_counter() - sent_at) * 1000.0)
+            sent_ply = -1
+        if frame["status"] == "over":
+            stats.games += 1
+            return
+        if time.monotonic() >= until:
+            return
+        if frame["your_turn"] and sent_ply < 0:
+            legal = frame["view"]["legal_moves"]
+            pieces = frame["view"]["pieces"]
+            caps = [m for m in legal if m[2:4] in pieces]
+            uci = rng.choice(caps) if caps and rng.random() < 0.7 else rng.choice(legal)
+            await asyncio.sleep(think)
+            sent_ply, sent_at = frame["ply"], time.perf_counter()
+            await ws.send(json.dumps({"type": "move", "uci": uci, "ply": frame["ply"]}))  # type: ignore[attr-defined]
+
+
+async def echo_client(url: str, until: float, think: float, stats: Stats) -> None:
+    from websockets.asyncio.client import connect
+
+    message = json.dumps({"type": "move", "uci": "e2e4", "ply": 0})
+    try:
+        async with connect(url.replace("http://", "ws://") + "echo") as ws:
+            while time.monotonic() < until:
+                await asyncio.sleep(think)
+                t0 = time.perf_counter()
+                await ws.send(message)
+                if await ws.recv() != message:
+                    stats.error("echo mismatch")
+                stats.latencies_ms.append((time.perf_counter() - t0) * 1000.0)
+    except Exception as exc:
+        stats.error(f"{type(exc).__name__}: {exc}")
+
+
+async def run_clients(coros: list) -> None:  # type: ignore[type-arg]
+    await asyncio.gather(*coros)
+
+
+def measure_caligo(games: int, seconds: float, think: float, max_searches: int) -> Stats:
+    stats = Stats()
+    with tempfile.TemporaryDirectory(prefix="caligo-bench-web-") as tmp:
+        db = Path(tmp) / "games.sqlite"
+        cmd = serve_argv(db, agent="random", seed=1, max_searches=max_searches)
+        proc, url = start(cmd)
+        try:
+            post_game(url, "white")  # warm up: numba caches, first SQLite pages
+            until = time.monotonic() + seconds
+            rngs = [random.Random(i) for i in range(games)]
+            asyncio.run(
+                run_clients(
+                    [play_games(url, i, until, think, stats, rngs[i]) for i in range(games)]
+                )
+            )
+        finally:
+            stop(proc)
+    return stats
+
+
+def measure_echo(clients: int, seconds: float, think: float) -> Stats:
+    stats = Stats()
+    proc, url = start([sys.executable, "-c", ECHO_SERVER])
+    try:
+        until = time.monotonic() + seconds
+        asyncio.run(run_clients([echo_client(url, until, think, stats) for _ in range(clients)]))
+    finally:
+        stop(proc)
+    return stats
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="caligo bench web", description=__doc__.splitlines()[0])
+    parser.add_argument("--games", type=int, default=50, help="concurrent games (clients)")
+    parser.add_argument("--seconds", type=float, default=120.0, help="how long to play")
+    parser.add_argument(
+        "--think-ms", type=float, default=100.0, help="client pause before each move"
+    )
+    parser.add_argument("--max-searches", type=int, default=1, help="server's engine cap")
+    parser.add_argument("--short", action="store_true", help="10 games for 10 s (CI)")
+    args = parser.parse_args(argv)
+    if args.short or os.environ.get("CALIGO_SHORT") == "1":
+        args.games, args.seconds = min(args.games, 10), min(args.seconds, 10.0)
+    think = args.think_ms / 1000.0
+    print(
+        f"# {args.games} concurrent games for {args.seconds:g} s, client think {args.think_ms:g}"
+        f" ms, engine random, max searches {args.max_searches}",
+        flush=True,
+    )
+    ours = measure_caligo(args.games, args.seconds, think, args.max_searches)
+    ref_seconds = min(args.seconds, 30.0)
+    echo = measure_echo(args.games, ref_seconds, think)
+    p50, p99 = percentile(ours.latencies_ms, 50), percentile(ours.latencies_ms, 99)
+    e50, e99 = percentile(echo.latencies_ms, 50), percentile(echo.latencies_ms, 99)
+    print(
+        f"caligo: {len(ours.latencies_ms)} moves, {ours.games} finished games, "
+        f"{len(ours.latencies_ms) / args.seconds:.0f} moves/s; move->ack p50 {p50:.2f} ms, "
+        f"p99 {p99:.2f} ms, max {max(ours.latencies_ms, default=float('nan')):.2f} ms"
+    )
+    print(
+        f"echo reference: {len(echo.latencies_ms)} round trips in {ref_seconds:g} s; "
+        f"p50 {e50:.2f} ms, p99 {e99:.2f} ms"
+    )
+    print(f"ratio caligo/echo: p50 {p50 / e50:.2f}x, p99 {p99 / e99:.2f}x")
+    for note in ours.notes + echo.notes:
+        print(f"# error: {note}")
+    print(f"web games={args.games} errors={ours.errors + echo.errors} p99_move_ms={p99:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

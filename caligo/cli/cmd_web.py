@@ -1,0 +1,102 @@
+"""Sub-commands of the web area: `caligo web serve [--host --port --db --agent]`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+WS_MAX_BYTES = 1 << 16
+"""Frames above this are refused by the WebSocket layer itself (close code 1009)."""
+
+
+def serve_argv(
+    db: str | Path, port: int = 0, agent: str = "random", seed: int = 1, max_searches: int = 1
+) -> list[str]:
+    """The command that runs `caligo web serve` on loopback with this Python (tests, benchmarks);
+    it prints `Caligo web: http://127.0.0.1:PORT/` once it listens."""
+    return [
+        sys.executable,
+        "-m",
+        "caligo.cli",
+        "web",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--db",
+        str(db),
+        "--agent",
+        agent,
+        "--seed",
+        str(seed),
+        "--max-searches",
+        str(max_searches),
+    ]
+
+
+def default_db() -> Path:
+    """The game database when --db is not given: $XDG_DATA_HOME/caligo/web.sqlite."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "caligo" / "web.sqlite"
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """Return a listening socket on host:port (port 0 picks a free one); OSError if taken."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family, reuse_port=False)
+    except OSError as exc:
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from caligo.agents import registry
+    from caligo.web import WebConfig, create_app
+
+    agent = args.agent or registry.strongest()
+    registry.create(agent).close()  # fail now, with the spec quoted, not at the first game
+    db = Path(args.db) if args.db else default_db()
+    config = WebConfig(db=str(db), agent=agent, max_searches=args.max_searches, seed=args.seed)
+    app = create_app(config)
+    sock = bind(args.host, args.port)
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    print(f"Caligo web: http://{shown}:{port}/", flush=True)
+    print(f"  engine {agent}; games in {db}; Ctrl-C stops the server", flush=True)
+    level = "info" if args.verbose else "warning"
+    logging.getLogger("caligo").setLevel(logging.INFO if args.verbose else logging.WARNING)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            log_level=level,
+            access_log=bool(args.verbose),
+            ws_max_size=WS_MAX_BYTES,
+            lifespan="on",
+        )
+    )
+    server.run(sockets=[sock])
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add this area's sub-commands."""
+    web = sub.add_parser("web", help="play Fog of War chess against Caligo in the browser")
+    wsub = web.add_subparsers(dest="web_command", required=True)
+    p = wsub.add_parser("serve", help="start the web app and print its URL")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
+    p.add_argument("--port", type=int, default=8000, help="port (0 picks a free one)")
+    p.add_argument("--db", help=f"SQLite game database (default {default_db()})")
+    p.add_argument("--agent", help="agent spec the page plays (default: strongest available)")
+    p.add_argument(
+        "--max-searches", type=int, default=1, help="engine searches run at once (others queue)"
+    )
+    p.add_argument("--seed", type=int, help="seed games deterministically (tests)")
+    p.set_defaults(func=_serve)

@@ -1,0 +1,206 @@
+"""The FastAPI app: a static page, REST for games and reveals, one WebSocket per seat (PLAY.md 4.2).
+
+Routes::
+
+    GET  /                                  the page (static files, no CDN)
+    GET  /pieces/{wN|bQ|...}.svg            vector pieces (python-chess)
+    GET  /api/info                          the engine played and the choices offered
+    POST /api/games                         {"color", "tc", "strength"} -> {"game", "seat", "color"}
+    GET  /api/games                         finished games, newest first
+    GET  /api/games/{id}                    the reveal of a finished game (409 while running)
+    GET  /api/games/{id}/pgn                its PGN ([Variant "Fog of War"])
+    GET  /api/games/{id}/transcript/{color} one side's observation transcript (JSON)
+    WS   /ws/games/{id}?seat=TOKEN          the human seat: `state` frames out, moves in
+
+The WebSocket sends `state` frames (`caligo.web.seat_view`) and `error` frames; it accepts
+`move` (`{"type": "move", "uci": "e2e4", "ply": 0}`), `resign`, `abort` and `sync`. A missing or
+foreign token gets one `error` frame and the socket is closed (code 4403): nothing of the game.
+A malformed, illegal, out-of-turn or oversized message gets an `error` frame and changes
+nothing; the socket and the server go on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
+from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+
+from caligo.agents import registry
+from caligo.agents.base import color_from_name
+from caligo.web.errors import (
+    BadRequestError,
+    GameRunningError,
+    NotFoundError,
+    SeatError,
+    WebError,
+)
+from caligo.web.live import (
+    GameHub,
+    GameRequest,
+    WebConfig,
+    encode,
+    error_frame,
+    parse_client_message,
+)
+from caligo.web.pieces import piece_svg
+from caligo.web.reveal import finished_row, game_summary, reveal_payload, transcript
+
+log = logging.getLogger(__name__)
+
+STATIC = Path(__file__).resolve().parent / "static"
+TIME_CONTROLS = (("1+2", "60+2"), ("3+2", "180+2"), ("5+0", "300+0"), ("Untimed", "none"))
+"""(label in minutes+seconds as players say it, `TimeControl` text in seconds) pairs."""
+STRENGTHS = ("mt=0.2", "mt=1", "mt=3", "iters=1000", "iters=4000")
+MAX_BODY_BYTES = 4096
+SEAT_CLOSE_CODE = 4403
+
+
+def _status(exc: WebError) -> int:
+    if isinstance(exc, NotFoundError):
+        return 404
+    if isinstance(exc, GameRunningError):
+        return 409
+    if isinstance(exc, SeatError):
+        return 403
+    if isinstance(exc, BadRequestError) and exc.code == "busy":
+        return 503
+    return 400
+
+
+def create_app(config: WebConfig) -> FastAPI:
+    """Build the app for `config` (the hub, its store and limiter live as long as the app)."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        hub = GameHub(config)
+        app.state.hub = hub
+        log.info("caligo web: engine %s, database %s", config.agent, config.db)
+        try:
+            yield
+        finally:
+            await hub.close()
+
+    app = FastAPI(title="Caligo: Fog of War chess", lifespan=lifespan, docs_url=None)
+
+    def hub_of(request: Request | WebSocket) -> GameHub:
+        return request.app.state.hub  # type: ignore[no-any-return]
+
+    @app.exception_handler(WebError)
+    async def _web_error(request: Request, exc: WebError) -> JSONResponse:
+        code = getattr(exc, "code", type(exc).__name__)
+        return JSONResponse({"error": str(exc), "code": code}, status_code=_status(exc))
+
+    @app.get("/", include_in_schema=False)
+    async def index() -> FileResponse:
+        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+
+    @app.get("/pieces/{name}.svg", include_in_schema=False)
+    async def piece(name: str) -> Response:
+        return Response(
+            piece_svg(name),
+            media_type="image/svg+xml",
+            headers={"Cache-Control": "public, max-age=86400"},
+        )
+
+    @app.get("/api/info")
+    async def info(request: Request) -> dict[str, Any]:
+        agent = hub_of(request).config.agent
+        entry = registry.parse_spec(agent)
+        description = ""
+        if not entry.external:
+            description = registry.info(entry.name).description
+        return {
+            "engine": agent,
+            "description": description,
+            "time_controls": [{"label": label, "tc": tc} for label, tc in TIME_CONTROLS],
+            "strengths": list(STRENGTHS),
+        }
+
+    @app.post("/api/games", status_code=201)
+    async def new_game(request: Request) -> dict[str, Any]:
+        body = await request.body()
+        if len(body) > MAX_BODY_BYTES:
+            raise BadRequestError(f"request too large: {len(body)} bytes (limit {MAX_BODY_BYTES})")
+        try:
+            data = json.loads(body or b"{}")
+        except ValueError:
+            raise BadRequestError(f"invalid JSON body: {body[:80]!r}") from None
+        live, token = await hub_of(request).create(GameRequest.from_json(data))
+        return {"game": live.game_id, "seat": token, "color": ("white", "black")[live.human]}
+
+    @app.get("/api/games")
+    async def games(request: Request, limit: int = 100) -> list[dict[str, Any]]:
+        store = hub_of(request).store.games
+        rows = store.games(status="finished", limit=max(1, min(limit, 1000)))
+        return [game_summary(r) for r in rows]
+
+    @app.get("/api/games/{game_id}")
+    async def game(request: Request, game_id: str) -> dict[str, Any]:
+        hub = hub_of(request)
+        meta = hub.store.meta(game_id)
+        return reveal_payload(hub.store.games, game_id, None if meta is None else meta.human)
+
+    @app.get("/api/games/{game_id}/pgn")
+    async def pgn(request: Request, game_id: str) -> Response:
+        row = finished_row(hub_of(request).store.games, game_id)
+        return Response(
+            row.pgn,
+            media_type="application/x-chess-pgn",
+            headers={"Content-Disposition": f'attachment; filename="caligo-{row.id}.pgn"'},
+        )
+
+    @app.get("/api/games/{game_id}/transcript/{color}")
+    async def transcript_file(request: Request, game_id: str, color: str) -> Response:
+        try:
+            side = color_from_name(color)
+        except ValueError:
+            raise BadRequestError(f"invalid colour {color!r} (white or black)") from None
+        text = transcript(hub_of(request).store.games, game_id, side).to_json()
+        name = f"caligo-{game_id}-{color}.json"
+        return Response(
+            text,
+            media_type="application/json",
+            headers={"Content-Disposition": f'attachment; filename="{name}"'},
+        )
+
+    @app.websocket("/ws/games/{game_id}")
+    async def seat_socket(websocket: WebSocket, game_id: str) -> None:
+        hub = hub_of(websocket)
+        await websocket.accept()
+        try:
+            hub.check_seat(game_id, websocket.query_params.get("seat"))
+            live = await hub.attach(game_id, websocket)
+        except (SeatError, NotFoundError) as exc:
+            await websocket.send_text(encode(error_frame("forbidden", str(exc))))
+            await websocket.close(code=SEAT_CLOSE_CODE)
+            return
+        try:
+            while True:
+                message = await websocket.receive()
+                if message["type"] == "websocket.disconnect":
+                    break
+                text = message.get("text")
+                if text is None:
+                    text = message.get("bytes")
+                try:
+                    request = parse_client_message(text, hub.config.max_message_bytes)
+                    await live.handle(request, websocket)
+                except BadRequestError as exc:
+                    await websocket.send_text(encode(error_frame(exc.code, str(exc))))
+        except WebSocketDisconnect:
+            pass
+        finally:
+            live.detach(websocket)
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app
+
+
+__all__ = ["STRENGTHS", "TIME_CONTROLS", "create_app"]

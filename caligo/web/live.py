@@ -1,0 +1,771 @@
+"""Live games of the web app: a human seat on a WebSocket against an engine seat in a thread.
+
+A `LiveGame` drives the play layer's `GameSession` asynchronously (PLAY.md 4.2):
+
+- every frame the browser receives is built by `caligo.web.seat_view.SeatTracker` from the
+  session's `project(human)` messages, plus the public clocks;
+- the engine seat is the referee's `AgentSeat`, fed from `project(engine)` and asked in a worker
+  thread (`anyio.to_thread.run_sync`) under one `CapacityLimiter` shared by all games: at most
+  `max_searches` searches run at once (1 on 2 cores) and the others queue, so the event loop
+  never blocks on an engine;
+- the engine's budget is the game's "strength": a move time (capped by its own clock in a timed
+  game, so it never flags) or an iteration budget; its clock runs like the human's;
+- every ply goes to the play layer's SQLite `GameStore` (the event log), so a game in progress
+  survives a restart: `GameHub.get` rebuilds it by replaying its plies when a seat reconnects;
+- a flag timer ends a timed game when the side to move runs out of time.
+
+All changes to one session happen on the event loop under the game's lock; engine diagnostics
+go into the stored plies and reach the browser only through the reveal, after the game.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import json
+import logging
+import random
+import re
+import secrets
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from caligo.agents import registry
+from caligo.agents.base import (
+    COLOR_NAMES,
+    UNTIMED,
+    Agent,
+    Clock,
+    Decision,
+    TcKind,
+    TimeControl,
+)
+from caligo.agents.protocol import Force, Go, RefereeMessage
+from caligo.fow.position import move_to_uci
+from caligo.play.errors import IllegalMoveError, SessionError
+from caligo.play.referee import AgentSeat
+from caligo.play.session import EndReason, GameSession, SessionConfig
+from caligo.play.storage import GameStore
+from caligo.web.errors import (
+    BadRequestError,
+    GameNotFoundError,
+    SeatError,
+    WebConfigError,
+    WebError,
+)
+from caligo.web.seat_view import SeatTracker
+
+log = logging.getLogger(__name__)
+
+MAX_INITIAL_MS = 3 * 3600 * 1000
+MAX_INCREMENT_MS = 60 * 1000
+MAX_MOVETIME_MS = 60 * 1000
+MAX_ITERATIONS = 10_000_000
+UNTIMED_MOVE_TIMEOUT_MS = 7 * 24 * 3600 * 1000
+"""An untimed human may think for days; the session's hang guard must not end the game."""
+LAG_MARGIN_MS = 250
+"""Grace added to a clock before the flag falls (network lag, as chess.com allows)."""
+HUMAN_NAME = "Human"
+DEFAULT_STRENGTH = TimeControl(TcKind.MOVETIME, movetime_ms=1000)
+
+
+class ColorChoice(Enum):
+    """The colour a player asks for."""
+
+    WHITE = "white"
+    BLACK = "black"
+    RANDOM = "random"
+
+
+@dataclass(frozen=True)
+class WebConfig:
+    """The server's settings (validated here)."""
+
+    db: str
+    agent: str
+    max_searches: int = 1
+    max_live_games: int = 200
+    max_message_bytes: int = 4096
+    seed: int | None = None
+    """Seeds games deterministically (tests); None draws them from the OS."""
+
+    def __post_init__(self) -> None:
+        if self.max_searches < 1 or self.max_live_games < 1 or self.max_message_bytes < 64:
+            raise WebConfigError(f"invalid web config: {self!r}")
+        registry.parse_spec(self.agent)  # raises AgentSpecError quoting it
+
+
+@dataclass(frozen=True)
+class GameRequest:
+    """A new game as the lobby form asks for it."""
+
+    color: ColorChoice = ColorChoice.RANDOM
+    time_control: TimeControl = UNTIMED
+    strength: TimeControl = DEFAULT_STRENGTH
+
+    @classmethod
+    def from_json(cls, data: Any) -> GameRequest:
+        """Parse `{"color": ..., "tc": "3+2"|"none", "strength": "mt=1"|"iters=N"}`."""
+        if not isinstance(data, dict):
+            raise BadRequestError(f"a game request is a JSON object, got {_short(data)}")
+        unknown = set(data) - {"color", "tc", "strength"}
+        if unknown:
+            raise BadRequestError(f"unknown field(s) in game request: {sorted(unknown)!r}")
+        try:
+            color = ColorChoice(data.get("color", "random"))
+        except ValueError:
+            raise BadRequestError(
+                f"invalid colour {data.get('color')!r} (white, black or random)"
+            ) from None
+        tc = _parse_tc(data.get("tc", "none"), "time control")
+        if tc.kind not in (TcKind.NONE, TcKind.CLOCK):
+            raise BadRequestError(f"a game's time control is a clock or none, got {str(tc)!r}")
+        if tc.initial_ms > MAX_INITIAL_MS or tc.increment_ms > MAX_INCREMENT_MS:
+            raise BadRequestError(f"time control too long: {str(tc)!r}")
+        strength = _parse_tc(data.get("strength", "mt=1"), "engine strength")
+        if strength.kind not in (TcKind.MOVETIME, TcKind.ITERATIONS):
+            raise BadRequestError(
+                f"engine strength is mt=SECONDS or iters=N, got {data.get('strength')!r}"
+            )
+        if strength.movetime_ms > MAX_MOVETIME_MS or strength.iterations > MAX_ITERATIONS:
+            raise BadRequestError(f"engine strength too large: {str(strength)!r}")
+        return cls(color, tc, strength)
+
+
+def _parse_tc(text: Any, what: str) -> TimeControl:
+    try:
+        return TimeControl.parse(text)
+    except ValueError as exc:
+        raise BadRequestError(f"invalid {what}: {exc}") from None
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    r = repr(value)
+    return r if len(r) <= limit else r[: limit - 4] + "...'"
+
+
+# --- client frames ---------------------------------------------------------------------------
+
+
+class ClientKind(Enum):
+    """What a browser may send on its seat's WebSocket."""
+
+    MOVE = "move"
+    RESIGN = "resign"
+    ABORT = "abort"
+    SYNC = "sync"
+
+
+@dataclass(frozen=True)
+class ClientMessage:
+    """One parsed browser frame."""
+
+    kind: ClientKind
+    uci: str = ""
+    ply: int | None = None
+
+
+_UCI_RE = re.compile(r"^[a-h][1-8][a-h][1-8][nbrq]?$")
+
+
+def parse_client_message(text: Any, max_bytes: int) -> ClientMessage:
+    """Parse a browser frame; raise BadRequestError (quoting it) for anything malformed."""
+    if not isinstance(text, str):
+        raise BadRequestError("only text frames holding JSON are accepted", "bad_frame")
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        raise BadRequestError(f"message too large: {size} bytes (limit {max_bytes})", "too_large")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise BadRequestError(f"invalid JSON: {_short(text)}", "bad_json") from None
+    if not isinstance(data, dict) or not isinstance(data.get("type"), str):
+        raise BadRequestError(f"a message is an object with a type: {_short(text)}", "bad_frame")
+    try:
+        kind = ClientKind(data["type"])
+    except ValueError:
+        raise BadRequestError(f"unknown message type {data['type']!r}", "bad_type") from None
+    if kind is not ClientKind.MOVE:
+        return ClientMessage(kind)
+    uci = data.get("uci")
+    if not isinstance(uci, str) or not _UCI_RE.match(uci):
+        raise BadRequestError(f"invalid move {_short(uci)} (UCI such as e2e4)", "bad_move")
+    ply = data.get("ply")
+    if ply is not None and (not isinstance(ply, int) or isinstance(ply, bool) or ply < 0):
+        raise BadRequestError(f"invalid ply {_short(ply)}", "bad_move")
+    return ClientMessage(kind, uci, ply)
+
+
+def encode(frame: dict[str, Any]) -> str:
+    """One frame as compact JSON text."""
+    return json.dumps(frame, separators=(",", ":"))
+
+
+def error_frame(code: str, message: str) -> dict[str, Any]:
+    """The frame telling one client what was wrong with its request."""
+    return {"type": "error", "code": code, "message": message}
+
+
+# --- storage ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WebGameMeta:
+    """What the web layer remembers of its own games beside the play layer's tables."""
+
+    game_id: str
+    human: int
+    agent: str
+    strength: TimeControl
+
+
+_WEB_SCHEMA = """
+CREATE TABLE IF NOT EXISTS web_games (
+    id TEXT PRIMARY KEY, human TEXT, agent TEXT, strength TEXT);
+"""
+
+
+class WebStore:
+    """The play layer's `GameStore` plus one table of the web's own (same SQLite file).
+
+    `web_games` says which games are the web app's, which colour the human has and which agent
+    at which strength plays the other side: what a restart needs to resume a game.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self.games = GameStore(path)
+        self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=30.0)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.executescript(_WEB_SCHEMA)
+        self._lock = threading.Lock()
+
+    def add(self, meta: WebGameMeta) -> None:
+        """Remember a new web game."""
+        with self._lock, self._db:
+            self._db.execute(
+                "INSERT INTO web_games (id, human, agent, strength) VALUES (?, ?, ?, ?)",
+                (meta.game_id, COLOR_NAMES[meta.human], meta.agent, str(meta.strength)),
+            )
+
+    def create(self, session: GameSession, token: str, meta: WebGameMeta) -> None:
+        """Store a new web game: the play layer's rows, the human's seat, the web record."""
+        self.games.create(session)
+        self.games.add_seat(token, meta.game_id, meta.human)
+        self.add(meta)
+
+    def meta(self, game_id: str) -> WebGameMeta | None:
+        """The web record of `game_id`, None for a game the web app did not create."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT id, human, agent, strength FROM web_games WHERE id = ?", (game_id,)
+            ).fetchone()
+        if row is None:
+            return None
+        return WebGameMeta(row[0], COLOR_NAMES.index(row[1]), row[2], TimeControl.parse(row[3]))
+
+    def close(self) -> None:
+        """Close both connections."""
+        with self._lock:
+            self._db.close()
+        self.games.close()
+
+
+# --- the engine's budget ---------------------------------------------------------------------
+
+
+def engine_budget(strength: TimeControl, clock: Clock) -> Clock:
+    """The `Clock` the engine is asked with: its strength, kept inside its own game clock.
+
+    A move time is capped at 1/30 of the remaining clock plus 80% of the increment (at least
+    50 ms), so the engine cannot lose on time at any strength; the deadline stays the
+    referee's.
+    """
+    if strength.kind is TcKind.ITERATIONS:
+        return Clock(
+            TcKind.ITERATIONS, iterations=strength.iterations, deadline_ms=clock.deadline_ms
+        )
+    movetime = strength.movetime_ms
+    if clock.kind is TcKind.CLOCK and clock.remaining_ms is not None:
+        cap = clock.remaining_ms // 30 + clock.increment_ms * 4 // 5
+        movetime = max(50, min(movetime, cap))
+    return Clock(TcKind.MOVETIME, movetime_ms=movetime, deadline_ms=clock.deadline_ms)
+
+
+# --- one live game ---------------------------------------------------------------------------
+
+_OFF_BOARD = frozenset(
+    {
+        EndReason.TIME_FORFEIT,
+        EndReason.RESIGNATION,
+        EndReason.ABORTED,
+        EndReason.CRASH,
+        EndReason.ILLEGAL_MOVE,
+    }
+)
+"""Endings that happen during a turn, not by a move on the board."""
+
+
+class LiveGame:
+    """One game between a browser seat and an engine seat (see the module docstring)."""
+
+    def __init__(
+        self, hub: GameHub, session: GameSession, meta: WebGameMeta, agent: Agent | None
+    ) -> None:
+        self.hub = hub
+        self.session = session
+        self.meta = meta
+        self.human = meta.human
+        self.engine = 1 - meta.human
+        self.tracker = SeatTracker()
+        self.lock = asyncio.Lock()
+        self.conns: set[Any] = set()
+        self._seat = AgentSeat(agent) if agent is not None else None
+        self._engine_sent = -1
+        self._engine_task: asyncio.Task[None] | None = None
+        self._flag: asyncio.TimerHandle | None = None
+        self._stored_end = session.is_over()
+        self._final_clocks: tuple[int | None, int | None] | None = None
+        self.last_active = time.monotonic()
+        self.unloaded = False
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    @property
+    def game_id(self) -> str:
+        return self.session.game_id
+
+    # --- frames ------------------------------------------------------------------------------
+
+    def _clocks(self) -> dict[str, Any] | None:
+        tc = self.session.config.time_controls[self.human]
+        if tc.kind is not TcKind.CLOCK:
+            return None
+        mover = self.session.to_move
+        white, black = self._final_clocks or (self.session.clock_ms(0), self.session.clock_ms(1))
+        return {
+            "white": white,
+            "black": black,
+            "running": None if mover is None else COLOR_NAMES[mover],
+            "increment_ms": tc.increment_ms,
+        }
+
+    def _snapshot(self) -> tuple[int | None, int | None]:
+        return (self.session.clock_ms(0), self.session.clock_ms(1))
+
+    def _settle(self, before: tuple[int | None, int | None]) -> None:
+        """Fix the clocks shown after a change that may have ended the game off the board.
+
+        `before` are the clocks just before the change. The session stops charging the side to
+        move once a game is over, so after a resignation or a flag fall its clock would jump
+        back to the turn's start; show the clocks as they were at the end instead, with the
+        flagged side's at zero.
+        """
+        end = self.session.end
+        if end is None or end.reason not in _OFF_BOARD or self._final_clocks is not None:
+            return
+        clocks = list(before)
+        if end.reason is EndReason.TIME_FORFEIT and end.winner is not None:
+            if clocks[1 - end.winner] is not None:
+                clocks[1 - end.winner] = 0
+        self._final_clocks = (clocks[0], clocks[1])
+
+    def frame(self) -> dict[str, Any]:
+        """The human seat's current `state` frame (built from `project` + public clocks)."""
+        self.tracker.feed(self.session.project(self.human, self.tracker.synced_ply))
+        session = self.session
+        end = session.end
+        return self.tracker.state_frame(
+            clocks=self._clocks(),
+            opponent=session.config.names[self.engine],
+            tc=str(session.config.time_controls[self.human]),
+            engine_thinking=end is None and session.to_move == self.engine,
+            detail=end.detail if end is not None else "",
+        )
+
+    async def _send(self, ws: Any, text: str) -> None:
+        try:
+            await ws.send_text(text)
+        except Exception:  # a closed socket: forget it, the game goes on
+            self.conns.discard(ws)
+
+    async def _broadcast(self) -> None:
+        text = encode(self.frame())
+        for ws in list(self.conns):
+            await self._send(ws, text)
+
+    async def attach(self, ws: Any) -> bool:
+        """Add a seat connection and send it the current state; False if the game was unloaded
+        meanwhile (then ask the hub again)."""
+        async with self.lock:
+            if self.unloaded:
+                return False
+            self.conns.add(ws)
+            await self._send(ws, encode(self.frame()))
+            self._arm_flag()
+        return True
+
+    def detach(self, ws: Any) -> None:
+        """Forget a closed connection (the game and its clocks go on)."""
+        self.conns.discard(ws)
+
+    # --- driving the session -----------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Bring the game to life (new or resumed): broadcast, then engine or timer."""
+        async with self.lock:
+            await self._after_change()
+
+    def idle(self) -> bool:
+        """True when no browser is connected and the engine is not thinking."""
+        return not self.conns and self._engine_task is None and not self.lock.locked()
+
+    async def unload(self) -> None:
+        """Stop the flag timer and close the engine (the game stays as stored)."""
+        self.unloaded = True
+        if self._flag is not None:
+            self._flag.cancel()
+            self._flag = None
+        seat, self._seat = self._seat, None
+        if seat is not None:
+            try:
+                await anyio.to_thread.run_sync(seat.agent.close)
+            except Exception as exc:
+                log.warning("game %s: engine failed to close: %s", self.game_id, exc)
+
+    async def _record(self) -> None:
+        """Commit the plies not stored yet (call under the lock, before the frame goes out).
+
+        On the event loop: the commit is fast (WAL, synchronous=NORMAL) and mostly Python work
+        (dark FENs, SAN), which a worker thread would only fight the loop for under the GIL
+        (measured: p50 move latency 9 ms on the loop, 115 ms through a writer thread).
+        """
+        if not self.session.is_over():  # `_finish` stores the last plies with the result
+            self.hub.store.games.record_ply(self.session)
+
+    async def _after_change(self) -> None:
+        """Call under the lock after every change of the session."""
+        self.last_active = time.monotonic()
+        if self.session.is_over():
+            await self._finish()
+            await self._broadcast()
+            return
+        await self._broadcast()
+        if self.session.to_move == self.engine and self._engine_task is None:
+            self._engine_task = self._spawn(self._engine_turn())
+        self._arm_flag()
+
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _finish(self) -> None:
+        if self._flag is not None:
+            self._flag.cancel()
+            self._flag = None
+        if not self._stored_end:
+            self._stored_end = True
+            date = datetime.date.today().strftime("%Y.%m.%d")
+            headers = {"Event": "Caligo web game", "Site": "Caligo web", "Date": date}
+            self.hub.store.games.finish(self.session, headers)
+            log.info("game %s over: %s (%s)", self.game_id, self.session.end, self.meta.agent)
+        self.hub.forget(self)
+        if self._seat is not None:
+            self._spawn(self._close_engine())
+
+    async def _close_engine(self) -> None:
+        task = self._engine_task
+        if task is not None and task is not asyncio.current_task():
+            await asyncio.wait([task])
+        seat, self._seat = self._seat, None
+        if seat is None:
+            return
+        messages = self.session.project(self.engine, self._engine_sent)
+        await anyio.to_thread.run_sync(_goodbye, seat, messages, self.game_id)
+
+    def _arm_flag(self) -> None:
+        if self._flag is not None:
+            self._flag.cancel()
+            self._flag = None
+        mover = self.session.to_move
+        if mover is None or self.session.config.time_controls[mover].kind is not TcKind.CLOCK:
+            return
+        left = self.session.clock_ms(mover) or 0
+        delay = (left + self.session.config.timemargin_ms) / 1000.0 + 0.02
+        loop = asyncio.get_running_loop()
+        self._flag = loop.call_later(delay, lambda: self._spawn(self._check_flag()))
+
+    async def _check_flag(self) -> None:
+        async with self.lock:
+            if self.session.is_over():
+                return
+            before = self._snapshot()
+            if self.session.check_flag() is not None:
+                self._settle(before)
+                await self._after_change()
+            else:
+                self._arm_flag()
+
+    async def _engine_turn(self) -> None:
+        session = self.session
+        try:
+            async with self.lock:
+                if session.is_over() or session.to_move != self.engine or self._seat is None:
+                    return
+                messages = session.project(self.engine, self._engine_sent)
+                self._engine_sent = session.ply
+                ply = session.ply
+                request = messages[-1]
+                if isinstance(request, Go):
+                    budget = engine_budget(self.meta.strength, request.clock)
+                    messages[-1] = replace(request, clock=budget)
+                seat = self._seat
+            error: BaseException | None = None
+            decision: Decision | None = None
+            try:
+                decision = await anyio.to_thread.run_sync(
+                    _think, seat, messages, limiter=self.hub.limiter
+                )
+            except Exception as exc:  # any engine failure loses the game, the server goes on
+                error = exc
+            async with self.lock:
+                self._engine_task = None
+                if session.is_over() or session.ply != ply:
+                    return  # resigned, aborted or flagged meanwhile
+                before = self._snapshot()
+                self._engine_result(decision, error)
+                self._settle(before)
+                await self._record()
+                await self._after_change()
+        finally:
+            if self._engine_task is asyncio.current_task():
+                self._engine_task = None
+
+    def _engine_result(self, decision: Decision | None, error: BaseException | None) -> None:
+        session, color = self.session, self.engine
+        name = COLOR_NAMES[color]
+        if error is not None:
+            detail = f"{name}: {type(error).__name__}: {error}"
+            log.warning("game %s: engine loses: %s", self.game_id, detail)
+            session.forfeit(color, EndReason.CRASH, detail)
+        elif decision is None:
+            session.play_forced()
+        elif decision.resign:
+            session.forfeit(color, EndReason.RESIGNATION, f"{name} resigns")
+        else:
+            try:
+                session.play(color, decision.move, decision=decision)
+            except IllegalMoveError as exc:
+                log.warning("game %s: engine loses: %s", self.game_id, exc)
+                session.forfeit(color, EndReason.ILLEGAL_MOVE, str(exc))
+
+    # --- the human's requests ----------------------------------------------------------------
+
+    async def handle(self, message: ClientMessage, ws: Any) -> None:
+        """Carry out one browser request; raise BadRequestError (nothing changes) if refused."""
+        if message.kind is ClientKind.SYNC:
+            async with self.lock:
+                await self._send(ws, encode(self.frame()))
+            return
+        async with self.lock:
+            session = self.session
+            if session.is_over():
+                raise BadRequestError(f"game {self.game_id} is over", "game_over")
+            before = self._snapshot()
+            if message.kind is ClientKind.MOVE:
+                self._human_move(message)
+                await self._record()
+            elif message.kind is ClientKind.RESIGN:
+                session.resign(self.human)
+            elif message.kind is ClientKind.ABORT:
+                if session.ply >= 2:
+                    raise BadRequestError("a game can be aborted only before each side moved")
+                session.abort(f"{COLOR_NAMES[self.human]} aborted")
+            self._settle(before)
+            await self._after_change()
+
+    def _human_move(self, message: ClientMessage) -> None:
+        session = self.session
+        if session.to_move != self.human:
+            raise BadRequestError(f"not your turn (move {message.uci!r})", "not_your_turn")
+        if message.ply is not None and message.ply != session.ply:
+            raise BadRequestError(
+                f"move {message.uci!r} was meant after ply {message.ply}, the game is at ply "
+                f"{session.ply}",
+                "stale",
+            )
+        legal = {move_to_uci(m): m for m in session.legal(self.human)}
+        if message.uci not in legal:
+            raise BadRequestError(f"illegal move {message.uci!r}", "illegal_move")
+        try:
+            session.play(self.human, legal[message.uci])
+        except SessionError as exc:  # pragma: no cover - checked just above
+            raise BadRequestError(str(exc)) from None
+
+
+def _think(seat: AgentSeat, messages: Sequence[RefereeMessage]) -> Decision | None:
+    """Worker thread: deliver the engine's pending messages, then answer its request."""
+    for message in messages:
+        if isinstance(message, Go):
+            return seat.ask(message)
+        seat.deliver(message)
+        if isinstance(message, Force):
+            return None
+    raise WebError(f"no request for the engine in {messages!r}")
+
+
+def _goodbye(seat: AgentSeat, messages: Sequence[RefereeMessage], game_id: str) -> None:
+    """Worker thread: deliver the last observations and `gameover`, then close the agent."""
+    try:
+        for message in messages:
+            seat.deliver(message)
+    except Exception as exc:  # the game is decided; a failing goodbye is only logged
+        log.warning("game %s: engine failed on gameover: %s", game_id, exc)
+    try:
+        seat.agent.close()
+    except Exception as exc:
+        log.warning("game %s: engine failed to close: %s", game_id, exc)
+
+
+# --- all games -------------------------------------------------------------------------------
+
+
+class GameHub:
+    """Every live game of the server, the store, and the engine admission limiter."""
+
+    def __init__(self, config: WebConfig) -> None:
+        self.config = config
+        self.store = WebStore(config.db)
+        self.live: dict[str, LiveGame] = {}
+        self.limiter = anyio.CapacityLimiter(config.max_searches)
+        self._rng: random.Random = (
+            random.Random(config.seed) if config.seed is not None else secrets.SystemRandom()
+        )
+        self._resume = asyncio.Lock()
+
+    def forget(self, live: LiveGame) -> None:
+        """Drop a finished game from memory (it stays in the store)."""
+        if self.live.get(live.game_id) is live:
+            del self.live[live.game_id]
+
+    def engine_name(self, strength: TimeControl) -> str:
+        """How the engine is named in game records: "Caligo (random, mt=1)"."""
+        return f"Caligo ({self.config.agent}, {strength})"
+
+    async def create(self, request: GameRequest) -> tuple[LiveGame, str]:
+        """Start a new game; return it and the human's seat token."""
+        if len(self.live) >= self.config.max_live_games:
+            await self._evict_idle()
+        if len(self.live) >= self.config.max_live_games:
+            raise BadRequestError(
+                f"the server already runs {len(self.live)} games; try again later", "busy"
+            )
+        if request.color is ColorChoice.RANDOM:
+            human = self._rng.randrange(2)
+        else:
+            human = 0 if request.color is ColorChoice.WHITE else 1
+        game_id = f"w{self._rng.getrandbits(48):012x}"
+        token = secrets.token_urlsafe(24)
+        names = [HUMAN_NAME, HUMAN_NAME]
+        names[1 - human] = self.engine_name(request.strength)
+        config = SessionConfig(
+            game_id=game_id,
+            time_controls=(request.time_control, request.time_control),
+            seeds=(self._rng.getrandbits(31), self._rng.getrandbits(31)),
+            names=(names[0], names[1]),
+            timemargin_ms=LAG_MARGIN_MS,
+            move_timeout_ms=UNTIMED_MOVE_TIMEOUT_MS,
+        )
+        agent = await anyio.to_thread.run_sync(registry.create, self.config.agent)
+        meta = WebGameMeta(game_id, human, self.config.agent, request.strength)
+        session = GameSession(config)
+        self.store.create(session, token, meta)
+        live = LiveGame(self, session, meta, agent)
+        self.live[game_id] = live
+        await live.start()
+        log.info("game %s: human %s vs %s", game_id, COLOR_NAMES[human], names[1 - human])
+        return live, token
+
+    def check_seat(self, game_id: str, token: str | None) -> None:
+        """Raise SeatError unless `token` is the human seat of `game_id`."""
+        if not token:
+            raise SeatError("a seat token is required (?seat=TOKEN)")
+        seat = self.store.games.seat(token)
+        if seat is None or seat[0] != game_id:
+            raise SeatError(f"this token holds no seat in game {game_id!r}")
+
+    async def attach(self, game_id: str, ws: Any) -> LiveGame:
+        """Attach a seat connection to `game_id` (resumed if needed) and send it the state."""
+        while True:
+            live = await self.get(game_id)
+            if await live.attach(ws):
+                return live
+
+    async def get(self, game_id: str) -> LiveGame:
+        """The live game `game_id`, resumed from the store when it is not in memory."""
+        live = self.live.get(game_id)
+        if live is not None:
+            return live
+        async with self._resume:
+            live = self.live.get(game_id)
+            if live is not None:
+                return live
+            meta = self.store.meta(game_id)
+            if meta is None:
+                raise GameNotFoundError(f"no web game {game_id!r}")
+            session = self.store.games.load_session(game_id)
+            agent = None
+            if not session.is_over():
+                agent = await anyio.to_thread.run_sync(registry.create, meta.agent)
+            live = LiveGame(self, session, meta, agent)
+            if not session.is_over():
+                self.live[game_id] = live
+                log.info("game %s resumed at ply %d", game_id, session.ply)
+        await live.start()
+        return live
+
+    async def _evict_idle(self) -> None:
+        """Make room: unload games nobody watches and the engine is not thinking in.
+
+        They stay running in the store and resume when their seat reconnects (as after a
+        restart: the turn that was running starts afresh).
+        """
+        idle = sorted((g for g in self.live.values() if g.idle()), key=lambda g: g.last_active)
+        for live in idle[: max(1, len(self.live) - self.config.max_live_games + 1)]:
+            self.forget(live)
+            await live.unload()
+            log.info("game %s unloaded (idle)", live.game_id)
+
+    async def close(self) -> None:
+        """Stop timers, close engines (their games stay running in the store) and the store."""
+        for live in list(self.live.values()):
+            await live.unload()
+        self.live.clear()
+        self.store.close()
+
+
+__all__ = [
+    "ClientKind",
+    "ClientMessage",
+    "ColorChoice",
+    "GameHub",
+    "GameRequest",
+    "LiveGame",
+    "WebConfig",
+    "WebGameMeta",
+    "WebStore",
+    "encode",
+    "engine_budget",
+    "error_frame",
+    "parse_client_message",
+]

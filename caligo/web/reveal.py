@@ -1,0 +1,154 @@
+"""The post-game reveal: truth beside what each side saw, engine diagnostics, transcripts.
+
+Built only for finished games, from the play layer's event log (`GameStore.reveal`, which
+refuses a running game): for every ply the true move and SAN, the true FEN after it (replayed
+from the start FEN with `caligo.fow.game.Game`), White's and Black's views as they were shown
+(`caligo.fow.view.view_data` of the stored dark FENs, with each side's own-last-move and lost-
+square hints), the clocks, the mover's think time and the engine's diagnostics (policy, value,
+info). This is Mistboard's rule: "public only after terminal state".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from caligo.agents.base import COLOR_NAMES
+from caligo.fow.game import Game
+from caligo.fow.observation import Observation, observe, parse_dark_fen
+from caligo.fow.position import BLACK, WHITE, from_fen
+from caligo.fow.transcript import Transcript, TranscriptEntry
+from caligo.fow.view import view_data
+from caligo.play.errors import StorageError
+from caligo.play.storage import GameRow, GameStore
+from caligo.web.errors import GameNotFoundError, GameRunningError
+
+POLICY_TOP = 8
+"""Moves of an engine policy shown per ply (highest probability first)."""
+
+
+def finished_row(store: GameStore, game_id: str) -> GameRow:
+    """The `games` row of a finished game; raise GameNotFoundError / GameRunningError."""
+    try:
+        row = store.game(game_id)
+    except StorageError:
+        raise GameNotFoundError(f"no game {game_id!r}") from None
+    if not row.finished:
+        raise GameRunningError(f"game {game_id!r} is still running: nothing is revealed yet")
+    return row
+
+
+def _diagnostics(info: dict[str, Any]) -> dict[str, Any] | None:
+    if not info:
+        return None
+    out: dict[str, Any] = {}
+    policy = info.get("policy")
+    if isinstance(policy, dict) and policy:
+        top = sorted(policy.items(), key=lambda kv: (-kv[1], kv[0]))[:POLICY_TOP]
+        out["policy"] = [[uci, p] for uci, p in top]
+        out["policy_size"] = len(policy)
+    if "value" in info:
+        out["value"] = info["value"]
+    if isinstance(info.get("info"), dict):
+        out["info"] = info["info"]
+    return out or None
+
+
+class _SideViews:
+    """One side's views along the game, with the hints that side was shown."""
+
+    def __init__(self, color: int, initial: Observation) -> None:
+        self.color = color
+        self.after_own: Observation | None = None
+        self.own_last: str | None = None
+        self.initial = initial
+
+    def add(self, mover: int, uci: str, obs: Observation) -> dict[str, Any]:
+        if mover == self.color:
+            self.after_own, self.own_last = obs, uci
+        return _board(view_data(obs, self.after_own, self.own_last))
+
+
+def _board(view: dict[str, Any]) -> dict[str, Any]:
+    """A view without the legal move list (nothing is playable in a replay)."""
+    return {k: v for k, v in view.items() if k != "legal_moves"}
+
+
+def reveal_payload(store: GameStore, game_id: str, human: int | None = None) -> dict[str, Any]:
+    """Return the whole reveal of a finished game as JSON-ready data.
+
+    `human` is the colour the web page's player had (None for games played elsewhere).
+    """
+    row = finished_row(store, game_id)
+    plies = store.reveal(game_id)
+    start = from_fen(row.start_fen)
+    sides = (
+        _SideViews(WHITE, observe(start, WHITE)),
+        _SideViews(BLACK, observe(start, BLACK)),
+    )
+    game = Game(row.start_fen)
+    out_plies = []
+    for p in plies:
+        mover = game.turn
+        game.push_uci(p.move_uci)
+        obs = (parse_dark_fen(WHITE, p.obs_white), parse_dark_fen(BLACK, p.obs_black))
+        out_plies.append(
+            {
+                "ply": p.ply,
+                "mover": COLOR_NAMES[mover],
+                "uci": p.move_uci,
+                "san": p.san,
+                "fen": game.fen(),
+                "white": sides[WHITE].add(mover, p.move_uci, obs[WHITE]),
+                "black": sides[BLACK].add(mover, p.move_uci, obs[BLACK]),
+                "clocks": [p.ms_white, p.ms_black],
+                "elapsed_ms": p.elapsed_ms,
+                "engine": _diagnostics(p.engine_info),
+            }
+        )
+    return {
+        **game_summary(row),
+        "detail": row.detail,
+        "start_fen": row.start_fen,
+        "human": None if human is None else COLOR_NAMES[human],
+        "initial": {
+            "fen": row.start_fen,
+            "white": _board(view_data(sides[WHITE].initial)),
+            "black": _board(view_data(sides[BLACK].initial)),
+        },
+        "plies": out_plies,
+    }
+
+
+def transcript(store: GameStore, game_id: str, color: int) -> Transcript:
+    """`color`'s observation transcript of a finished game (`caligo.fow.transcript` format)."""
+    row = finished_row(store, game_id)
+    entries = []
+    mover = int(from_fen(row.start_fen)[12])
+    for p in store.reveal(game_id):
+        dark = p.obs_white if color == WHITE else p.obs_black
+        own = p.move_uci if mover == color else None
+        entries.append(TranscriptEntry(p.ply, own, parse_dark_fen(color, dark)))
+        mover = 1 - mover
+    return Transcript(color, row.start_fen, tuple(entries))
+
+
+def game_summary(row: GameRow) -> dict[str, Any]:
+    """The public summary of a finished game for the game list."""
+    return {
+        "id": row.id,
+        "created": row.created,
+        "white": row.white,
+        "black": row.black,
+        "tc": row.tc,
+        "result": row.result,
+        "termination": row.termination,
+    }
+
+
+__all__ = [
+    "POLICY_TOP",
+    "finished_row",
+    "game_summary",
+    "reveal_payload",
+    "transcript",
+]

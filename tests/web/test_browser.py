@@ -1,0 +1,351 @@
+"""End to end in Debian's chromium (Playwright 1.64.1) against `caligo web serve` in a subprocess.
+
+A player's whole game as White by clicking and as Black by dragging; every WebSocket frame the
+page receives is recorded. Expected values and their sources:
+- the true game: the PGN downloaded from the page, read back with `caligo.fow.notation.read_pgn`
+  and replayed; what each side may see is `caligo.fow.observation.observe` of those positions,
+  and its legal moves `caligo.fow.movegen.legal_moves` of them (the referee's move generator,
+  itself checked against Stockfish perft in tests/fow);
+- the reveal's true board: python-chess's reading of the FEN of the replayed position;
+- clocks: the wall clock of this test.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import chess
+import pytest
+
+from caligo.fow.movegen import legal_moves
+from caligo.fow.notation import read_pgn
+from caligo.fow.observation import observe
+from caligo.fow.position import BLACK, WHITE, move_to_uci, to_fen
+from caligo.fow.transcript import Transcript
+from caligo.fow.view import view_data
+from tests.web.conftest import Server
+from tests.web.helpers import check_state_keys, replay_pgn
+
+pytestmark = pytest.mark.browser
+
+VIEWPORT = {"width": 1280, "height": 860}
+
+
+class Player:
+    """Drives the page like a person: picks a move, clicks (or drags) it, checks what it sees."""
+
+    def __init__(self, page: Any, color: str, rng: random.Random, drag: bool) -> None:
+        self.page, self.color, self.rng, self.drag = page, color, rng, drag
+        self.highlights: list[tuple[int, str, list[str]]] = []
+        self.fog_checked = 0
+        self.promotions = 0
+
+    def wait_turn(self) -> dict[str, Any]:
+        self.page.wait_for_function(
+            "live && live.state && !live.pending && "
+            "(live.state.your_turn || live.state.status === 'over')",
+            timeout=30_000,
+        )
+        return self.page.evaluate("live.state")  # type: ignore[no-any-return]
+
+    def choose(self, state: dict[str, Any]) -> str:
+        legal = state["view"]["legal_moves"]
+        pieces = state["view"]["pieces"]
+        king = "k" if self.color == "white" else "K"
+        kill = [m for m in legal if pieces.get(m[2:4]) == king]
+        if kill:
+            return kill[0]
+        promos = [m for m in legal if len(m) == 5]
+        if promos:
+            return self.rng.choice(promos)
+        caps = [m for m in legal if m[2:4] in pieces]
+        if caps and self.rng.random() < 0.6:
+            return self.rng.choice(caps)
+        return self.rng.choice(legal)
+
+    def center(self, square: str) -> tuple[float, float]:
+        box = self.page.locator(f"#board [data-square={square}]").bounding_box()
+        return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+
+    def dom(self, selector: str) -> list[str]:
+        return self.page.eval_on_selector_all(  # type: ignore[no-any-return]
+            selector, "els => els.map(e => e.dataset.square).sort()"
+        )
+
+    def move(self, state: dict[str, Any], uci: str) -> None:
+        frm, to = uci[0:2], uci[2:4]
+        fog = self.dom("#board .sq.fog")
+        assert fog == sorted(state["view"]["fog"])  # the board draws the frame's fog exactly
+        self.fog_checked += 1
+        if self.drag:
+            x, y = self.center(frm)
+            self.page.mouse.move(x, y)
+            self.page.mouse.down()
+            self.page.mouse.move(x + 8, y + 5, steps=2)
+        else:
+            self.page.click(f"#board [data-square={frm}]")
+        dests = self.dom("#board .sq.dest")
+        self.highlights.append((state["ply"], frm, dests))
+        if self.drag:
+            tx, ty = self.center(to)
+            self.page.mouse.move(tx, ty, steps=6)
+            assert self.dom("#board .sq.dragging") == [frm]
+            self.page.mouse.up()
+        else:
+            self.page.click(f"#board [data-square={to}]")
+        if len(uci) == 5:
+            self.page.wait_for_selector("#promotion:not([hidden])")
+            self.page.click(f"#promotion button[data-piece={uci[4]}]")
+            self.promotions += 1
+
+    def screenshot(self, state: dict[str, Any], path: Path) -> None:
+        """The board with a piece selected (its legal destinations shown)."""
+        square = self.choose(state)[0:2]
+        self.page.click(f"#board [data-square={square}]")
+        self.page.screenshot(path=str(path))
+        self.page.click(f"#board [data-square={square}]")
+
+    def play(self, until_ply: int | None = None) -> dict[str, Any]:
+        while True:
+            state = self.wait_turn()
+            if state["status"] == "over" or (until_ply is not None and state["ply"] >= until_ply):
+                return state
+            uci = self.choose(state)
+            self.move(state, uci)
+
+
+def record_frames(page: Any) -> list[str]:
+    frames: list[str] = []
+
+    def on_socket(ws: Any) -> None:
+        ws.on("framereceived", lambda payload: frames.append(payload))
+
+    page.on("websocket", on_socket)
+    return frames
+
+
+def new_page(browser: Any) -> Any:
+    context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.errors = errors
+    return page
+
+
+def start_game(page: Any, url: str, color: str, tc: str) -> None:
+    page.goto(url)
+    page.wait_for_selector("#tc-choices button")
+    page.click(f"#color-choices [data-color={color}]")
+    page.click(f"#tc-choices [data-tc='{tc}']")
+    page.click("#strength-choices [data-strength='mt=0.2']")
+    page.click("#start")
+    page.wait_for_selector("#board .sq[data-piece]")
+
+
+def clock_seconds(text: str) -> float:
+    m = re.match(r"^(\d+):(\d+(?:\.\d)?)$", text.strip())
+    assert m, text
+    return int(m.group(1)) * 60 + float(m.group(2))
+
+
+def dom_pieces(page: Any, board: str) -> dict[str, str]:
+    return page.eval_on_selector_all(  # type: ignore[no-any-return]
+        f"#{board} .sq[data-piece]",
+        "els => Object.fromEntries(els.map(e => [e.dataset.square, e.dataset.piece]))",
+    )
+
+
+def chess_pieces(fen: str) -> dict[str, str]:
+    board = chess.Board(fen)
+    return {
+        chess.square_name(sq): ("w" if p.color else "b") + p.symbol().upper()
+        for sq, p in board.piece_map().items()
+    }
+
+
+def check_wire(frames: list[str], color: str, positions: list[Any], moves: list[str]) -> int:
+    """Every frame before the end: only whitelisted keys, exactly the seat's true observation,
+    its own moves only, no FEN of the true position. Return how many frames were checked."""
+    side = WHITE if color == "white" else BLACK
+    boards = {to_fen(p).split()[0] for p in positions}
+    checked = 0
+    for text in frames:
+        frame = json.loads(text)
+        assert frame["type"] in ("state", "error"), frame
+        if frame["type"] != "state":
+            continue
+        if frame["status"] == "over":
+            break
+        check_state_keys(frame)
+        ply = frame["ply"]
+        truth = view_data(observe(positions[ply], side))
+        assert frame["view"]["pieces"] == truth["pieces"], ply
+        assert frame["view"]["fog"] == truth["fog"], ply
+        for entry in frame["moves"]:
+            own = (entry["ply"] % 2 == 1) == (side == WHITE)
+            assert entry["uci"] == (moves[entry["ply"] - 1] if own else None)
+        assert not any(board in text for board in boards)
+        checked += 1
+    return checked
+
+
+def check_highlights(player: Player, positions: list[Any]) -> None:
+    """The destinations shown on select are the true legal moves of the selected piece."""
+    for ply, frm, dests in player.highlights:
+        true = {move_to_uci(m) for m in legal_moves(positions[ply])}
+        assert dests == sorted({u[2:4] for u in true if u[0:2] == frm}), (ply, frm)
+
+
+def review_and_download(page: Any, gid: str, positions: list[Any], shot: Path) -> str:
+    """Step through the reveal with the keyboard, check all three boards, download the files."""
+    page.click("#result-review")
+    page.wait_for_selector("#board-truth .sq[data-piece]")
+    n = len(positions) - 1
+    assert page.input_value("#rv-range") == str(n)
+    page.keyboard.press("Home")
+    assert page.inner_text("#rv-label").startswith("Start")
+    steps = sorted({1, 2, 7, n // 2, n})
+    ply = 0
+    for target in steps:
+        while ply < target:
+            page.keyboard.press("ArrowRight")
+            ply += 1
+        assert page.input_value("#rv-range") == str(ply)
+        assert dom_pieces(page, "board-truth") == chess_pieces(to_fen(positions[ply]))
+        for color, board in ((WHITE, "board-white"), (BLACK, "board-black")):
+            fog = page.eval_on_selector_all(
+                f"#{board} .sq.fog", "els => els.map(e => e.dataset.square).sort()"
+            )
+            assert fog == sorted(view_data(observe(positions[ply], color))["fog"])
+        if target == 7:
+            page.screenshot(path=str(shot), full_page=True)
+    page.keyboard.press("ArrowLeft")
+    assert page.input_value("#rv-range") == str(n - 1)
+    with page.expect_download() as download:
+        page.click("#dl-pgn")
+    pgn = Path(download.value.path()).read_text()
+    for name, side in (("white", WHITE), ("black", BLACK)):
+        with page.expect_download() as download:
+            page.click(f"#dl-{name}")
+        transcript = Transcript.from_json(Path(download.value.path()).read_text())
+        assert [e.observation for e in transcript.entries] == [
+            observe(p, side) for p in positions[1:]
+        ]
+    return pgn
+
+
+@pytest.mark.parametrize(
+    ("color", "drag", "tc"),
+    [("white", False, "300+0"), ("black", True, "180+2")],
+    ids=["white-click", "black-drag"],
+)
+def test_a_whole_game_in_the_browser(
+    browser: Any, server: Server, artifacts: Path, color: str, drag: bool, tc: str
+) -> None:
+    page = new_page(browser)
+    frames = record_frames(page)
+    start_game(page, server.url, color, tc)
+    gid = page.evaluate("live.id")
+    player = Player(page, color, random.Random(17 if drag else 5), drag)
+    state = player.play(until_ply=6)
+    assert state["status"] == "playing"
+    player.screenshot(state, artifacts / f"board-midgame-{color}.png")
+    # the own clock runs while it is the player's move, the opponent's does not
+    own0 = clock_seconds(page.inner_text("#clock-bottom"))
+    opp0 = clock_seconds(page.inner_text("#clock-top"))
+    time.sleep(1.2)
+    own1 = clock_seconds(page.inner_text("#clock-bottom"))
+    assert 0.8 <= own0 - own1 <= 2.5
+    assert clock_seconds(page.inner_text("#clock-top")) == opp0
+    assert "running" in page.get_attribute("#clock-bottom", "class")
+    assert page.inner_text("#status") == "Your move"
+    state = player.play()
+    assert state["status"] == "over"
+    page.wait_for_selector("#result:not([hidden])")
+    title = page.inner_text("#result-title")
+    end = state["end"]
+    expected = (
+        "Draw" if end["winner"] is None else "You won" if end["winner"] == color else "You lost"
+    )
+    assert title == expected
+    page.screenshot(path=str(artifacts / f"result-{color}.png"))
+    gid_pgn = page.request.get(f"{server.url}api/games/{gid}/pgn").text()
+    positions = replay_pgn(gid_pgn)
+    moves = [move_to_uci(m) for m in read_pgn(gid_pgn).moves]
+    assert len(positions) - 1 == state["ply"]
+    assert check_wire(frames, color, positions, moves) >= player.fog_checked
+    check_highlights(player, positions)
+    assert len(player.highlights) >= 3
+    pgn = review_and_download(page, gid, positions, artifacts / f"reveal-{color}.png")
+    parsed = read_pgn(pgn)
+    assert parsed.headers["Variant"] == "Fog of War"
+    assert [move_to_uci(m) for m in parsed.moves] == moves
+    assert parsed.result == end["result"]
+    page.goto(server.url + "#/games")
+    page.wait_for_selector(f"#all-games tr[data-game='{gid}']")
+    assert page.errors == []
+    page.context.close()
+
+
+def test_a_game_survives_a_server_restart(browser: Any, server: Server, artifacts: Path) -> None:
+    page = new_page(browser)
+    start_game(page, server.url, "white", "none")
+    player = Player(page, "white", random.Random(23), drag=False)
+    before = player.play(until_ply=8)
+    assert before["status"] == "playing"
+    server.stop(kill=True)  # no shutdown hook runs: only what each ply committed survives
+    page.wait_for_function("document.querySelector('#status').textContent.includes('reconnect')")
+    server.start()  # the same port and database
+    page.wait_for_function(
+        f"live.state && live.state.ply === {before['ply']} && "
+        "!document.querySelector('#status').textContent.includes('reconnect')",
+        timeout=30_000,
+    )
+    resumed = page.evaluate("live.state")
+    for key in ("ply", "view", "moves", "material", "your_turn"):
+        assert resumed[key] == before[key], key
+    page.screenshot(path=str(artifacts / "resumed-after-restart.png"))
+    end = player.play()
+    assert end["status"] == "over"
+    gid = page.evaluate("live.id")
+    reveal = page.request.get(f"{server.url}api/games/{gid}").json()
+    assert len(reveal["plies"]) == end["ply"]
+    assert page.errors == []
+    page.context.close()
+
+
+def test_bad_input_on_the_real_server(server: Server) -> None:
+    """uvicorn's own limit (64 KiB) closes the socket with 1009; smaller junk gets an error
+    frame; neither changes the game, and the server goes on serving."""
+    import httpx2
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    r = httpx2.post(server.url + "api/games", json={"color": "white", "tc": "none"})
+    game = r.json()
+    base = server.url.replace("http://", "ws://") + f"ws/games/{game['game']}"
+    with connect(f"{base}?seat={game['seat']}") as ws:
+        first = json.loads(ws.recv(timeout=10))
+        ws.send(json.dumps({"type": "move", "uci": "e2e4", "junk": "x" * 10_000}))
+        assert json.loads(ws.recv(timeout=10))["code"] == "too_large"
+        ws.send("x" * 200_000)
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=10)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+    with connect(base) as ws:  # no token
+        assert json.loads(ws.recv(timeout=10))["code"] == "forbidden"
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=10)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 4403
+    with connect(f"{base}?seat={game['seat']}") as ws:
+        again = json.loads(ws.recv(timeout=10))
+        assert again["ply"] == first["ply"] == 0 and again["view"] == first["view"]
+        ws.send(json.dumps({"type": "move", "uci": "e2e4", "ply": 0}))
+        assert json.loads(ws.recv(timeout=10))["ply"] == 1
+    assert httpx2.get(server.url + "api/info").status_code == 200

@@ -1,0 +1,183 @@
+"""The frames a browser seat is shown: functions of that seat's transcript only, and correct.
+
+Expected values and their sources:
+- SAN of own moves: python-chess `Board.san` (check marks stripped) wherever chess and FoW give
+  the same disambiguation; `caligo.fow.notation.move_to_san` on the TRUE position otherwise
+  (itself tested against python-chess in tests/fow/test_notation.py);
+- material: the true captures recorded by `caligo.fow.game.Game.captures` (the referee's record,
+  which the seat never sees);
+- leaks: two different true histories with the same transcript for the seat (built by swapping
+  an opponent move for another the seat observes identically) must give identical frames; every
+  piece and fog square in a frame equals the seat's true observation (`observe` on the truth).
+"""
+
+from __future__ import annotations
+
+import chess
+import pytest
+
+from caligo.agents.base import Decision
+from caligo.fow.game import Game
+from caligo.fow.notation import move_to_san
+from caligo.fow.observation import observe
+from caligo.fow.position import BLACK, KING, WHITE, move_from_uci, move_to_uci
+from caligo.fow.view import view_data
+from caligo.play.session import GameSession, SessionConfig
+from caligo.web.seat_view import SeatTracker, own_san
+from tests.web.helpers import check_state_keys, random_game, twin_history
+
+SEEDS = range(12)
+
+
+def _frames(moves: list[str], color: int, decisions: bool = False) -> list[dict]:
+    """Play `moves` in a session; return `color`'s frame after every ply (fed incrementally)."""
+    session = GameSession(SessionConfig("g-test"))
+    tracker = SeatTracker()
+    tracker.feed(session.project(color, tracker.synced_ply))
+    frames = [tracker.state_frame()]
+    for uci in moves:
+        mover = session.to_move
+        assert mover is not None
+        legal = {m: m for m in session.legal(mover)}
+        move = next(m for m in legal if move_to_uci(m) == uci)
+        decision = None
+        if decisions:
+            decision = Decision(
+                move, {move: 1.0}, value=0.123457, info={"belief": 99, "marker": "X"}
+            )
+        session.play(mover, move, 1.0, decision)
+        tracker.feed(session.project(color, tracker.synced_ply))
+        frames.append(tracker.state_frame())
+    return frames
+
+
+@pytest.mark.parametrize("color", [WHITE, BLACK])
+def test_frames_equal_for_two_true_histories_with_one_transcript(color: int) -> None:
+    found = 0
+    for seed in range(60):
+        moves = random_game(seed, max_plies=40)
+        twin = twin_history(moves, color)
+        if twin is None:
+            continue
+        assert twin != moves
+        assert _frames(moves, color) == _frames(twin, color)
+        found += 1
+        if found == 3:
+            break
+    assert found == 3, "too few games with a twin history"
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_frames_show_exactly_the_true_observation(seed: int) -> None:
+    moves = random_game(seed)
+    game = Game()
+    positions = [game.position]
+    for uci in moves:
+        game.push_uci(uci)
+        positions.append(game.position)
+    for color in (WHITE, BLACK):
+        frames = _frames(moves, color, decisions=True)
+        for ply, frame in enumerate(frames):
+            check_state_keys(frame)
+            truth = view_data(observe(positions[ply], color))
+            assert frame["view"]["pieces"] == truth["pieces"]
+            assert frame["view"]["fog"] == truth["fog"]
+            assert frame["ply"] == ply
+            text = repr(frame)
+            assert "marker" not in text and "belief" not in text and "0.123457" not in text
+            own = [m["uci"] for m in frame["moves"] if m["uci"] is not None]
+            mover_plies = [i for i in range(ply) if (i % 2 == 0) == (color == WHITE)]
+            assert own == [moves[i] for i in mover_plies]  # own moves, never the opponent's
+
+
+def _chess_san(board: chess.Board, uci: str) -> str | None:
+    move = chess.Move.from_uci(uci)
+    if not board.is_legal(move):
+        return None
+    piece = board.piece_type_at(move.from_square)
+    pseudo = {
+        m.from_square
+        for m in board.pseudo_legal_moves
+        if m.to_square == move.to_square and board.piece_type_at(m.from_square) == piece
+    }
+    legal = {
+        m.from_square
+        for m in board.legal_moves
+        if m.to_square == move.to_square and board.piece_type_at(m.from_square) == piece
+    }
+    if pseudo != legal:
+        return None  # a pinned rival: FoW disambiguates where chess does not
+    return board.san(move).rstrip("+#")
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_own_san_against_python_chess(seed: int) -> None:
+    moves = random_game(seed)
+    game = Game()
+    board = chess.Board()
+    compared = 0
+    for uci in moves:
+        pos = game.position
+        mover = game.turn
+        if (pos[KING] == 0) or (pos[6 + KING] == 0):
+            break
+        got = own_san(observe(pos, mover), uci)
+        expected = None if board.king(not board.turn) is None else _chess_san(board, uci)
+        if expected is None:
+            expected = move_to_san(pos, move_from_uci(pos, uci))
+        else:
+            compared += 1
+        assert got == expected, (uci, board.fen())
+        game.push_uci(uci)
+        try:
+            board.push(chess.Move.from_uci(uci))
+        except (ValueError, AssertionError):
+            break
+    assert compared > 0
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_material_tally_equals_the_true_captures(seed: int) -> None:
+    moves = random_game(seed)
+    game = Game()
+    for uci in moves:
+        game.push_uci(uci)
+    captures = game.captures
+    for color in (WHITE, BLACK):
+        frame = _frames(moves, color)[-1]
+        taken: list[str] = []
+        lost: list[str] = []
+        for ply, code in enumerate(captures):
+            if code < 0 or code % 6 == KING:
+                continue
+            own_ply = (ply % 2 == 0) == (color == WHITE)
+            (taken if own_ply else lost).append("pnbrqk"[code % 6])
+        assert sorted(frame["material"]["captured"]) == sorted(taken)
+        assert sorted(frame["material"]["lost"]) == sorted(lost)
+        values = {"p": 1, "n": 3, "b": 3, "r": 5, "q": 9}
+        balance = sum(values[p] for p in taken) - sum(values[p] for p in lost)
+        assert frame["material"]["balance"] == balance
+
+
+def test_lost_square_hint_and_san_of_a_scripted_game() -> None:
+    # 1.e4 d5 2.a3 dxe4: White's e4 pawn is captured on e4 (tests/fow/test_view.py's game).
+    frames = _frames(["e2e4", "d7d5", "a2a3", "d5e4"], WHITE)
+    last = frames[-1]
+    assert last["view"]["hints"]["lost"] == ["e4"]
+    assert last["view"]["hints"]["own_last_move"] == "a2a3"
+    assert last["material"] == {"captured": [], "lost": ["p"], "balance": -1}
+    assert [m["san"] for m in last["moves"]] == ["e4", None, "a3", None]
+    assert last["your_turn"] and last["view"]["legal_moves"]
+    black = _frames(["e2e4", "d7d5", "e4d5"], BLACK)[-1]
+    assert black["material"]["lost"] == ["p"] and black["view"]["hints"]["lost"] == ["d5"]
+
+
+def test_no_legal_moves_once_the_game_is_over() -> None:
+    session = GameSession(SessionConfig("g-over"))
+    tracker = SeatTracker()
+    session.resign(WHITE)
+    tracker.feed(session.project(WHITE, -1))
+    frame = tracker.state_frame()
+    assert frame["status"] == "over" and not frame["your_turn"]
+    assert frame["view"]["legal_moves"] == []
+    assert frame["end"] == {"result": "0-1", "termination": "resignation", "winner": "black"}
