@@ -74,7 +74,7 @@ class Decision:
 def _seed_of(*parts: int) -> int:
     x = np.uint64(0x243F6A8885A308D3)
     for p in parts:
-        x = mix_key(x, np.int64(-1), np.uint64(p & 0xFFFFFFFFFFFFFFFF))
+        x = mix_key(np.uint64(x), np.int64(-1), np.uint64(p & 0xFFFFFFFFFFFFFFFF))
     return int(x & np.uint64(0x7FFFFFFFFFFFFFFF))
 
 

@@ -61,8 +61,10 @@ class Expansion(enum.Enum):
 class SubgameKind(enum.Enum):
     """Which knowledge-limited subgame is built at a decision (seed 001 C.6; ablation 2)."""
 
-    KLUSS = "kluss"  # 2-KLUSS: the searcher's nodes in I^2 \\ I are re-optimized
-    KLSS = "klss"  # 1-KLSS: they (and everything below them) are frozen at the blueprint
+    KLUSS = "kluss"  # 2-KLUSS (Obscuro): the searcher's nodes in I^2 \\ I are re-optimized
+    KLSS = "klss"  # 1-KLSS (ZS21): they (and everything below them) are frozen at the blueprint
+    COMMON_KNOWLEDGE = "common_knowledge"  # I^inf within the carried tree: classic subgame
+    # solving (safe with best-response alternate values; not an Obscuro option)
 
 
 class GadgetMode(enum.Enum):

@@ -417,6 +417,25 @@ class _Group:
     salt_opp: int = 0
 
 
+def knowledge_set(keys: np.ndarray, allowed: np.ndarray, start: np.ndarray, hops: int,
+                  ) -> np.ndarray:
+    """I^k over the carried nodes: nodes within `hops` = k - 1 steps of `start` in the knowledge
+    graph (two nodes are adjacent when they share either player's key, seed 001 B.2); hops = 0
+    means no limit (the common-knowledge closure I^inf). keys: uint64[n, 2]; allowed, start:
+    bool[n]. Returns bool[n]."""
+    cur = start & allowed
+    step = 0
+    while hops == 0 or step < hops:
+        k0 = np.unique(keys[cur, 0])
+        k1 = np.unique(keys[cur, 1])
+        nxt = allowed & (np.isin(keys[:, 0], k0) | np.isin(keys[:, 1], k1))
+        step += 1
+        if np.array_equal(nxt, cur):
+            break
+        cur = nxt
+    return cur
+
+
 def _reset(arena: Arena, searcher: int, key_mode: KeyMode, gadget: GadgetMode,
            util_scale: float) -> None:
     meta = arena.meta
@@ -553,12 +572,10 @@ def build_kluss(
     if i_nodes.size and not np.any(x[i_nodes] > 0.0):
         x = x.copy()  # we were forced off our own support: weigh I as if we had played here
         x[i_nodes] = 1.0
-    opp_keys = np.unique(nd.key[i_nodes, opp])
-    in_k = alive & np.isin(nd.key[:n, opp], opp_keys)
-    if i_nodes.size:
-        # nodes of I outside the cap are not ours to keep
-        in_k &= ~((nd.player[:n] == searcher) & (nd.key[:n, searcher] == np.uint64(cur_key))
-                  & ~is_i)
+    # nodes of I outside the cap are not ours to keep
+    capped = (nd.player[:n] == searcher) & (nd.key[:n, searcher] == np.uint64(cur_key)) & ~is_i
+    hops = 0 if config.subgame is SubgameKind.COMMON_KNOWLEDGE else 1
+    in_k = knowledge_set(nd.key[:n], alive & ~capped, is_i, hops)
     under = np.zeros(n, dtype=np.bool_)
     _under_kernel(nd.parent, n, old.n_roots, in_k, under)
     roots = np.flatnonzero(in_k & ~under).astype(np.int64)
