@@ -411,8 +411,8 @@ class Expander:
         self.arena = arena
         self.game = game
         self.evaluator = evaluator
-        self.rng = np.array([np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) | np.uint64(1)],
-                            dtype=np.uint64)
+        mixed = ((int(seed) * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF) | 1
+        self.rng = np.array([mixed], dtype=np.uint64)
         self.alloc_lock = alloc_lock
         self.full = False
 
