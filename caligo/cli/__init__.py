@@ -11,9 +11,9 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from caligo.cli import cmd_bench, cmd_core, cmd_fow, cmd_subgame
+from caligo.cli import cmd_bench, cmd_core, cmd_fow, cmd_search, cmd_subgame
 
-_MODULES = (cmd_core, cmd_subgame, cmd_fow, cmd_bench)
+_MODULES = (cmd_core, cmd_subgame, cmd_fow, cmd_search, cmd_bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -21,6 +21,7 @@ from caligo.subgame.gadget import AlternateValues, ResolvePrior
 __all__ = [
     "AlternateValues",
     "CarryOver",
+    "EvaluatorKind",
     "Expansion",
     "FirstDecision",
     "GadgetInUse",
@@ -124,6 +125,14 @@ class InitialStrategy(enum.Enum):
 
     BEST_CHILD = "best_child"  # all weight on the child with the best heuristic value
     UNIFORM = "uniform"
+
+
+class EvaluatorKind(enum.Enum):
+    """Which leaf evaluator an agent on a `TreeGame` uses (`caligo.search.evaluators`)."""
+
+    ZERO = "zero"
+    PERFECT_INFO = "perfect_info"  # the Stockfish analogue
+    EQUILIBRIUM = "equilibrium"  # subtree values under an LP equilibrium of the full game
 
 
 class Schedule(enum.Enum):

@@ -40,6 +40,7 @@ import numpy as np
 from caligo.search import construct as C
 from caligo.search import expand as X
 from caligo.search import solver as S
+from caligo.search._fastcall import FastKernel
 from caligo.search.arena import (
     F_PMAX,
     M_EXPANSIONS,
@@ -66,6 +67,8 @@ from caligo.search.game import Belief, Evaluator, SearchGame
 from caligo.search.purify import purify
 
 log = logging.getLogger(__name__)
+
+_ITERATE = FastKernel(S._iterate_kernel)
 
 
 class KernelStatusError(SearchError):
@@ -147,7 +150,7 @@ class GrowingTreeSearch:
     def iterate(self, n: int = 1) -> None:
         """Run n PCFR+ iterations on the committed tree."""
         a = self.arena
-        status = S._iterate_kernel(
+        status = _ITERATE(
             int(n), self.config.iterate is Iterate.AVERAGE, a.nodes, a.infosets, a.slots,
             a.roots, a.meta, a.fmeta, self._stack_node, self._stack_reach, self._util)
         if status != S.OK:
@@ -219,14 +222,8 @@ class GrowingTreeSearch:
 
     def _walks(self, ex: X.Expander, count: int, step0: int) -> np.ndarray:
         c = self.config
-        two = c.expansion is Expansion.TWO_SIDED
-        leaves = []
-        for k in range(count):
-            explorer = self.searcher if (step0 + k) % 2 == 0 else 1 - self.searcher
-            h = ex.select(explorer, two, c.puct_c, c.explore_mix, self.util_scale)
-            if h >= 0:
-                leaves.append(h)
-        return np.asarray(leaves, dtype=np.int32)
+        return ex.select_many(count, step0, self.searcher, c.expansion is Expansion.TWO_SIDED,
+                              c.puct_c, c.explore_mix, self.util_scale)
 
     def _run_deterministic(self, rng_seed: int) -> tuple[int, ExpansionStats, float]:
         c = self.config

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from caligo.search._fastcall import FastKernel
 from caligo.search.arena import (
     EXPANDED,
     FROZEN,
@@ -214,6 +215,36 @@ def _select_kernel(
 
 
 @njit(cache=True, nogil=True)
+def _select_batch_kernel(
+    count: int,
+    step0: int,
+    searcher: int,
+    two_sided: bool,
+    puct_c: float,
+    explore_mix: float,
+    util_scale: float,
+    nd: NodeArrays,
+    inf: InfosetArrays,
+    sl: SlotArrays,
+    rt: RootArrays,
+    meta: np.ndarray,
+    rng: np.ndarray,
+    out: np.ndarray,
+) -> int:
+    """`count` walks, the explorer alternating searcher / opponent from step `step0` (Fig. 12
+    lines 3-4); claimed leaves go to out (int32[>= count]). Returns how many were claimed."""
+    k = 0
+    for i in range(count):
+        explorer = searcher if (step0 + i) % 2 == 0 else 1 - searcher
+        h = _select_kernel(explorer, two_sided, puct_c, explore_mix, util_scale, nd, inf, sl,
+                           rt, meta, rng)
+        if h >= 0:
+            out[k] = h
+            k += 1
+    return k
+
+
+@njit(cache=True, nogil=True)
 def _append_kernel(
     leaves: np.ndarray,
     firsts: np.ndarray,
@@ -386,6 +417,11 @@ def _frontier_kernel(nd: NodeArrays, n_nodes: int, out: np.ndarray) -> int:
     return k
 
 
+_SELECT_BATCH = FastKernel(_select_batch_kernel)
+_APPEND = FastKernel(_append_kernel)
+_COMMIT = FastKernel(_commit_kernel)
+
+
 @dataclass(frozen=True, eq=False)
 class Pending:
     """Appended but not yet committed expansions: leaf, first child row, child count."""
@@ -423,6 +459,16 @@ class Expander:
         return int(_select_kernel(explorer, two_sided, puct_c, explore_mix, util_scale,
                                   a.nodes, a.infosets, a.slots, a.roots, a.meta, self.rng))
 
+    def select_many(self, count: int, step0: int, searcher: int, two_sided: bool,
+                    puct_c: float, explore_mix: float, util_scale: float) -> np.ndarray:
+        """`count` walks in one kernel call; the claimed leaves."""
+        a = self.arena
+        out = np.empty(max(count, 1), dtype=np.int32)
+        k = _SELECT_BATCH(int(count), int(step0), int(searcher), bool(two_sided),
+                          float(puct_c), float(explore_mix), float(util_scale), a.nodes,
+                          a.infosets, a.slots, a.roots, a.meta, self.rng, out)
+        return out[:k]
+
     def expand(self, leaves: np.ndarray) -> Pending | None:
         """Append all children of the claimed `leaves`; None (and unclaim) when out of room."""
         a = self.arena
@@ -431,7 +477,7 @@ class Expander:
             return Pending(leaves, leaves.copy(), leaves.copy())
         states = a.nodes.state[leaves].astype(np.int64)
         batch: ChildBatch = self.game.expand(states)
-        values = np.asarray(self.evaluator.children(states, batch), dtype=np.float64)
+        values = np.ascontiguousarray(self.evaluator.children(states, batch), dtype=np.float64)
         if values.shape != batch.state.shape:
             raise SearchError(f"evaluator returned {values.shape} values for "
                               f"{batch.state.shape[0]} children")
@@ -454,9 +500,14 @@ class Expander:
             if lock is not None:
                 lock.release()
         firsts = (start + batch.ptr[:-1]).astype(np.int32)
-        _append_kernel(leaves, firsts, batch.ptr, batch.state, batch.action, batch.player,
-                       batch.chance_prob, batch.obs, batch.utility, values,
-                       int(a.meta[M_KEY_MODE]), a.nodes)
+        _APPEND(leaves, firsts, np.ascontiguousarray(batch.ptr, dtype=np.int64),
+                np.ascontiguousarray(batch.state, dtype=np.int64),
+                np.ascontiguousarray(batch.action, dtype=np.int32),
+                np.ascontiguousarray(batch.player, dtype=np.int8),
+                np.ascontiguousarray(batch.chance_prob, dtype=np.float64),
+                np.ascontiguousarray(batch.obs, dtype=np.uint64),
+                np.ascontiguousarray(batch.utility, dtype=np.float64), values,
+                int(a.meta[M_KEY_MODE]), a.nodes)
         return Pending(leaves, firsts, counts)
 
 
@@ -465,9 +516,9 @@ def commit(arena: Arena, pending: Pending, uniform_init: bool) -> int:
     if pending.leaves.size == 0:
         return OK
     t = arena.table
-    return int(_commit_kernel(pending.leaves, pending.firsts, pending.counts, uniform_init,
-                              arena.nodes, arena.infosets, arena.slots, arena.meta,
-                              t.key, t.player, t.id))
+    return int(_COMMIT(pending.leaves, pending.firsts, pending.counts, bool(uniform_init),
+                       arena.nodes, arena.infosets, arena.slots, arena.meta, t.key, t.player,
+                       t.id))
 
 
 def frontier(arena: Arena) -> np.ndarray:

@@ -39,9 +39,11 @@ from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
+from numba import njit
 
 from caligo.core.game import CHANCE, TERMINAL
 from caligo.core.tree import GameTree
+from caligo.search._fastcall import FastKernel
 from caligo.search.config import SearchError
 
 __all__ = [
@@ -199,20 +201,18 @@ class TreeGame:
     def expand(self, states: I64) -> ChildBatch:
         s = self._check(states)
         t = self.tree
-        n = t.num_children[s].astype(np.int64)
-        ptr = np.zeros(s.size + 1, dtype=np.int64)
-        np.cumsum(n, out=ptr[1:])
-        first = np.repeat(t.first_child[s].astype(np.int64) - ptr[:-1], n)
-        child = first + np.arange(ptr[-1], dtype=np.int64)
-        return ChildBatch(
-            ptr=ptr,
-            state=child,
-            action=t.action[child].astype(np.int32),
-            player=t.player[child].astype(np.int8),
-            chance_prob=t.chance_prob[child].astype(np.float64),
-            obs=self._obs[child],
-            utility=self._util[child],
-        )
+        total = int(t.num_children[s].sum())
+        ptr = np.empty(s.size + 1, dtype=np.int64)
+        child = np.empty(total, dtype=np.int64)
+        action = np.empty(total, dtype=np.int32)
+        player = np.empty(total, dtype=np.int8)
+        prob = np.empty(total, dtype=np.float64)
+        obs = np.empty((total, 2), dtype=np.uint64)
+        util = np.empty(total, dtype=np.float64)
+        _GATHER(s, t.first_child, t.num_children, t.action, t.player, t.chance_prob, self._obs,
+                self._util, ptr, child, action, player, prob, obs, util)
+        return ChildBatch(ptr=ptr, state=child, action=action, player=player, chance_prob=prob,
+                          obs=obs, utility=util)
 
     def state_key(self, states: I64) -> np.ndarray:
         return self._check(states).astype(np.uint64)
@@ -236,6 +236,38 @@ class TreeGame:
     def true_infoset_states(self, state: int, player: int) -> I64:
         s = int(self._check(np.array([state]))[0])
         return self.kinfo_states(player, int(self.tree.kinfo[s, player]))
+
+
+@njit(cache=True, nogil=True)
+def _gather_kernel(
+    states: np.ndarray, first_child: np.ndarray, num_children: np.ndarray, action: np.ndarray,
+    player: np.ndarray, chance_prob: np.ndarray, obs: np.ndarray, util: np.ndarray,
+    ptr: np.ndarray, out_state: np.ndarray, out_action: np.ndarray, out_player: np.ndarray,
+    out_prob: np.ndarray, out_obs: np.ndarray, out_util: np.ndarray,
+) -> int:
+    """The children of `states` (int64[k]) in CSR form from a GameTree's arrays.
+
+    ptr int64[k+1] and the out_* arrays (length = total children) are written. Returns 0.
+    """
+    j = 0
+    ptr[0] = 0
+    for i in range(states.shape[0]):
+        h = states[i]
+        c0 = first_child[h]
+        for c in range(c0, c0 + num_children[h]):
+            out_state[j] = c
+            out_action[j] = action[c]
+            out_player[j] = player[c]
+            out_prob[j] = chance_prob[c]
+            out_obs[j, 0] = obs[c, 0]
+            out_obs[j, 1] = obs[c, 1]
+            out_util[j] = util[c]
+            j += 1
+        ptr[i + 1] = j
+    return 0
+
+
+_GATHER = FastKernel(_gather_kernel)
 
 
 class TreeBelief:
