@@ -174,7 +174,8 @@ class Capacity:
     def for_nodes(cls, nodes: int) -> Capacity:
         """Capacities for `nodes` node rows (infosets <= nodes / 2, slots <= nodes)."""
         nodes = max(int(nodes), 16)
-        return cls(nodes=nodes, infosets=nodes // 2 + 64, slots=nodes + 64, roots=nodes)
+        return cls(nodes=nodes, infosets=nodes // 2 + 64, slots=nodes + 64,
+                   roots=nodes // 4 + 1024)
 
 
 class Arena:

@@ -733,6 +733,9 @@ def _materialize(old: Arena, new: Arena, groups: list[_Group], strat: np.ndarray
     m = len(groups)
     if m == 0:
         raise SearchError("the subgame has no roots: empty belief and no carried nodes")
+    if m > new.capacity.roots:
+        raise SearchError(f"{m} root infosets exceed the arena's root capacity "
+                          f"{new.capacity.roots}")
     nd, rt = new.nodes, new.roots
     old_of = np.full(new.capacity.nodes, -1, dtype=np.int32)
     klss = config.subgame is SubgameKind.KLSS

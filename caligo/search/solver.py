@@ -166,8 +166,7 @@ def _pass_kernel(
         r = stack_reach[top]
         visits += 1
         f = flags[h]
-        pl = player[h]
-        if (f & EXPANDED) == 0 or pl == TERMINAL:
+        if (f & EXPANDED) == 0:  # a leaf root (terminal nodes are never EXPANDED)
             s = seq[h, i]
             val = r * sign * value[h]
             if s >= 0:
@@ -178,31 +177,52 @@ def _pass_kernel(
             continue
         if f & NEW:
             flags[h] = f & ~NEW
+        pl = player[h]
         c0 = first_child[h]
         n = num_children[h]
+        # children: leaves are valued on the spot (Fig. 11 lines 3-8), the rest is pushed
         if pl == i:
             g = infoset[h]
             ireach[g] += r
             iflags[g] |= VISITED
             for c in range(c0 + n - 1, c0 - 1, -1):
-                stack_node[top] = c
-                stack_reach[top] = r
-                top += 1
-        elif pl == CHANCE:
-            for c in range(c0 + n - 1, c0 - 1, -1):
-                rc = r * chance_prob[c]
-                if rc > 0.0:
+                if flags[c] & EXPANDED:
                     stack_node[top] = c
-                    stack_reach[top] = rc
+                    stack_reach[top] = r
                     top += 1
+                else:
+                    visits += 1
+                    s = seq[c, i]
+                    val = r * sign * value[c]
+                    if s >= 0:
+                        cfv[s] += val
+                        iflags[slot_inf[s]] |= VISITED
+                    else:
+                        root_value += val
         else:
-            off = slot0[infoset[h]] - c0
+            if pl == CHANCE:
+                probs = chance_prob
+                off = 0
+            else:
+                probs = strat
+                off = slot0[infoset[h]] - c0
             for c in range(c0 + n - 1, c0 - 1, -1):
-                rc = r * strat[off + c]
-                if rc > 0.0:
+                rc = r * probs[off + c]
+                if rc <= 0.0:
+                    continue
+                if flags[c] & EXPANDED:
                     stack_node[top] = c
                     stack_reach[top] = rc
                     top += 1
+                else:
+                    visits += 1
+                    s = seq[c, i]
+                    val = rc * sign * value[c]
+                    if s >= 0:
+                        cfv[s] += val
+                        iflags[slot_inf[s]] |= VISITED
+                    else:
+                        root_value += val
     meta[M_VISITS] += visits
 
     n_inf = meta[M_INFOSETS]

@@ -151,14 +151,15 @@ class Row:
 
 
 def load_rows(path: Path) -> list[Row]:
-    """Rows already in a JSON-lines results file (none if it does not exist)."""
+    """Rows already in a JSON-lines results file (none if it does not exist), one per cell."""
     if not path.exists():
         return []
-    rows = []
+    rows: dict[tuple[str, str, int], Row] = {}
     for line in path.read_text().splitlines():
         if line.strip():
-            rows.append(Row(**json.loads(line)))
-    return rows
+            row = Row(**json.loads(line))
+            rows.setdefault(row.key, row)  # a cell run twice keeps its first result
+    return list(rows.values())
 
 
 def _append(path: Path, row: Row) -> None:
