@@ -8,7 +8,10 @@ root gadget's update (Fig. 10 lines 3-13): alternating updates.
 1. MAKEUTILITIES (Fig. 11), an explicit-stack depth-first walk from the roots carrying the reach
    pi_{-i}(h) of chance and the other player (and of the gadget: the searcher's pass starts a
    root of J at w_J q_h, the opponent's at q_h). At a leaf (unexpanded or terminal)
-   pi_{-i}(h) v_i(h) is added to u_cf(sigma_i(h)) and sigma_i(h)'s infoset is marked VISITED.
+   pi_{-i}(h) v_i(h) is added to u_cf(sigma_i(h)). Fig. 11 also marks sigma_i(h)'s infoset
+   VISITED there; that infoset acts at an ancestor of h on the walk, which was marked when the
+   walk passed it, so the kernel marks infosets only where i acts (the gadget's pseudo-infoset,
+   the one exception above the roots, is read by `_gadget_kernel` regardless).
    At an expanded node the walk enters child ha only if i acts at h or pi_{-i}(ha) > 0: the
    branches the other player does not reach are pruned. Visiting a node clears its NEW flag.
 2. Bottom-up over player i's infosets in descending id (a bottom-up order of the treeplex):
@@ -171,7 +174,6 @@ def _pass_kernel(
             val = r * sign * value[h]
             if s >= 0:
                 cfv[s] += val
-                iflags[slot_inf[s]] |= VISITED
             else:
                 root_value += val
             continue
@@ -196,7 +198,6 @@ def _pass_kernel(
                     val = r * sign * value[c]
                     if s >= 0:
                         cfv[s] += val
-                        iflags[slot_inf[s]] |= VISITED
                     else:
                         root_value += val
         else:
@@ -220,7 +221,6 @@ def _pass_kernel(
                     val = rc * sign * value[c]
                     if s >= 0:
                         cfv[s] += val
-                        iflags[slot_inf[s]] |= VISITED
                     else:
                         root_value += val
     meta[M_VISITS] += visits
@@ -262,7 +262,6 @@ def _pass_kernel(
             ps = inf.parent_seq[g]
             if ps >= 0:
                 cfv[ps] += v
-                iflags[slot_inf[ps]] |= VISITED
             else:
                 root_value += v
             rg = ireach[g]
