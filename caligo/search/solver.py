@@ -255,9 +255,13 @@ def _pass_kernel(
             continue
         s0 = slot0[g]
         n = inf.n_actions[g]
-        v = 0.0
-        for a in range(s0, s0 + n):
-            v += strat[a] * cfv[a]
+        learn = update and (fl & IFROZEN) == 0
+        if learn:  # the value under the old strategy, then the PRM+ step
+            v = _prm_plus(regret, pred, strat, cfv, s0, n)
+        else:
+            v = 0.0
+            for a in range(s0, s0 + n):
+                v += strat[a] * cfv[a]
         if visited:
             ps = inf.parent_seq[g]
             if ps >= 0:
@@ -268,26 +272,7 @@ def _pass_kernel(
             if rg > 0.0:
                 for a in range(s0, s0 + n):
                     q[a] = cfv[a] / rg
-        if update and (fl & IFROZEN) == 0:
-            total = 0.0
-            for a in range(s0, s0 + n):
-                r_inst = cfv[a] - v
-                rr = regret[a] + r_inst
-                if rr < 0.0:
-                    rr = 0.0
-                regret[a] = rr
-                pred[a] = r_inst
-                qq = rr + r_inst
-                if qq > 0.0:
-                    total += qq
-            if total > 0.0:
-                for a in range(s0, s0 + n):
-                    qq = regret[a] + pred[a]
-                    strat[a] = qq / total if qq > 0.0 else 0.0
-            else:
-                u = 1.0 / n
-                for a in range(s0, s0 + n):
-                    strat[a] = u
+        if learn:
             for a in range(s0, s0 + n):
                 if strat[a] > 0.0:
                     if since[a] < 0:
