@@ -217,7 +217,7 @@ def tree_agent(tree_game: TreeGame, evaluator: Evaluator, config: SearchConfig,
                seat: int) -> SearchAgent:
     """A `SearchAgent` on a `TreeGame` with its exact belief and an arena sized to the game."""
     t = tree_game.tree
-    cap = min(config.max_nodes, 4 * t.num_nodes + 4 * config.min_roots + 1024)
+    cap = min(config.max_nodes, 2 * t.num_nodes + 2 * config.min_roots + 1024)
     scale = max(abs(float(t.utility.min())), abs(float(t.utility.max())), 1e-12)
     return SearchAgent(tree_game, TreeGameBelief(tree_game, seat), evaluator, config,
                        capacity=cap, util_scale=scale)

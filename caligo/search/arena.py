@@ -156,9 +156,17 @@ def _root_arrays(n: int) -> RootArrays:
 _T = TypeVar("_T", NodeArrays, InfosetArrays, SlotArrays, RootArrays)
 
 
-def _copy_tuple(t: _T) -> _T:
-    """A deep copy of a namedtuple of arrays."""
-    return cast(_T, type(t)(*(a.copy() for a in t)))
+def _copy_tuple(t: _T, used: int) -> _T:
+    """A copy of a namedtuple of arrays of the same capacity whose first `used` rows equal t's.
+
+    Rows past `used` are left uninitialised: every kernel writes all fields of a row before
+    the row counts as used (appending, committing, constructing)."""
+    out = []
+    for a in t:
+        b = np.empty_like(a)
+        b[:used] = a[:used]
+        out.append(b)
+    return cast(_T, type(t)(*out))
 
 
 @dataclass(frozen=True)
@@ -228,10 +236,10 @@ class Arena:
         """A deep copy (for snapshots of an agent)."""
         out = Arena.__new__(Arena)
         out.capacity = self.capacity
-        out.nodes = _copy_tuple(self.nodes)
-        out.infosets = _copy_tuple(self.infosets)
-        out.slots = _copy_tuple(self.slots)
-        out.roots = _copy_tuple(self.roots)
+        out.nodes = _copy_tuple(self.nodes, self.n_nodes)
+        out.infosets = _copy_tuple(self.infosets, self.n_infosets)
+        out.slots = _copy_tuple(self.slots, self.n_slots)
+        out.roots = _copy_tuple(self.roots, self.n_j + 1)
         out.meta = self.meta.copy()
         out.fmeta = self.fmeta.copy()
         out.table = InternTable.__new__(InternTable)
