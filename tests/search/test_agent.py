@@ -120,3 +120,23 @@ def test_agent_rejects_bad_use() -> None:
     agent.new_game(0)
     with pytest.raises(SearchError, match="names no infoset"):
         agent.observe(10**9)
+
+
+def test_decision_at_the_true_start_is_the_opening_search() -> None:
+    """In a game where we move first at a known start (2x2 dark hex), the first decision is
+    the search from the start itself: one root, no gadget, no re-rooting."""
+    tree = load_game("dark_hex(gameversion=adh,num_rows=2,num_cols=2)")
+    agent = tree_agent(TreeGame(tree), ZeroEvaluator(), SearchConfig(
+        budget=Iterations(40), expansion=Expansion.FULL), 0)
+    agent.new_game(0, 0)
+    agent.observe(int(tree.kinfo[0, 0]))
+    dec = agent.act()
+    assert dec.search.roots == 1 and dec.search.gadget.value == "none"
+    assert dec.search.iterations == 40 and dec.search.nodes == tree.num_nodes
+    nxt = agent.snapshot()
+    nxt.force(int(dec.actions[0]))
+    g = [int(x) for x in tree.infosets_of(0) if tree.infoset_parent_seq[x] != 0][0]
+    nxt.observe(int(tree.infoset_kinfo[g]))
+    later = nxt.act()
+    assert later.search.gadget.value in ("maxmargin", "resolve")
+    assert later.search.carried_nodes > 0 and later.search.sampled == 0
