@@ -184,7 +184,9 @@ class SearchConfig:
     puct_c, explore_mix: C and the weight of the PUCT argmax in the explorer's mix (C.4).
     max_support: Fig. 8's MAXSUPPORT. gifts: subtract the gift estimate (C.2) from alternate
     values. max_nodes: the arena's node capacity (it never grows during a search).
-    expanders: expander threads (THREADED only). seed: the root of every random choice.
+    expanders: expander threads (THREADED only); expander_batch: walks an expander makes per
+    claim, expanded with one game call and one evaluator call (amortises Python per leaf).
+    seed: the root of every random choice.
     """
 
     budget: Iterations | Seconds = field(default_factory=lambda: Iterations(1000))
@@ -209,6 +211,7 @@ class SearchConfig:
     solver_tail: float = 0.15
     schedule: Schedule = Schedule.DETERMINISTIC
     expanders: int = 1
+    expander_batch: int = 8
     max_nodes: int = 2_000_000
     seed: int = 0
 
@@ -236,7 +239,7 @@ class SearchConfig:
             raise SearchConfigError("an Iterations budget needs an expansion count "
                                     "(or Expansion.FULL)")
         for name, lo in (("max_support", 1), ("min_roots", 0), ("expanders", 1),
-                         ("max_nodes", 16)):
+                         ("expander_batch", 1), ("max_nodes", 16)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < lo:
                 raise SearchConfigError(f"{name} must be an int >= {lo}, got {v!r}")

@@ -278,13 +278,16 @@ class GrowingTreeSearch:
             try:
                 while not stop.is_set() and not ex.full:
                     with count_lock:
-                        if cap_steps is not None and counters["steps"] >= cap_steps:
+                        todo = c.expander_batch
+                        if cap_steps is not None:
+                            todo = min(todo, cap_steps - counters["steps"])
+                        if todo <= 0:
                             break
-                        counters["steps"] += 1
+                        counters["steps"] += todo
                     t0 = time.perf_counter()
                     with claim_lock:
-                        leaves = self._walks(ex, 1, step)
-                    step += 1
+                        leaves = self._walks(ex, todo, step)
+                    step += todo
                     if leaves.size:
                         pending = ex.expand(leaves)
                         if pending is not None:
@@ -302,6 +305,7 @@ class GrowingTreeSearch:
         for th in threads:
             th.start()
         solve_s = 0.0
+        per_iter = 1e-4
         t_half = -1
         stopped = False
         try:
@@ -329,9 +333,20 @@ class GrowingTreeSearch:
                     self._commit(queue.popleft())
                 if errors:
                     raise errors[0]
+                # Run enough iterations per call that the call (which releases the GIL) lasts
+                # about a millisecond: on small trees a call per iteration keeps the GIL busy
+                # in Python and starves the expanders.
+                k = max(1, min(1000, int(1e-3 / max(per_iter, 1e-7))))
+                if n_iter is not None:
+                    k = min(k, max(1, n_iter - it))
+                if budget is not None:
+                    k = min(k, max(1, int((budget - now) / max(per_iter, 1e-7))))
                 t0 = time.perf_counter()
-                self.iterate(1)
-                solve_s += time.perf_counter() - t0
+                self.iterate(k)
+                dt = time.perf_counter() - t0
+                solve_s += dt
+                per_iter = dt / k
+                time.sleep(0)  # let the expanders take the GIL between calls
         finally:
             stop.set()
             for th in threads:
