@@ -266,7 +266,8 @@ class GrowingTreeSearch:
         alloc_lock = threading.Lock()
         queue: collections.deque[X.Pending] = collections.deque()
         stop = threading.Event()
-        counters = {"steps": 0, "seconds": 0.0}
+        steps_done = [0]
+        exp_seconds = [0.0]
         count_lock = threading.Lock()
         errors: list[BaseException] = []
 
@@ -280,10 +281,10 @@ class GrowingTreeSearch:
                     with count_lock:
                         todo = c.expander_batch
                         if cap_steps is not None:
-                            todo = min(todo, cap_steps - counters["steps"])
+                            todo = min(todo, cap_steps - steps_done[0])
                         if todo <= 0:
                             break
-                        counters["steps"] += todo
+                        steps_done[0] += todo
                     t0 = time.perf_counter()
                     with claim_lock:
                         leaves = self._walks(ex, todo, step)
@@ -295,7 +296,7 @@ class GrowingTreeSearch:
                     else:
                         time.sleep(0)  # nothing to expand right now: let the solver run
                     with count_lock:
-                        counters["seconds"] += time.perf_counter() - t0
+                        exp_seconds[0] += time.perf_counter() - t0
             except BaseException as exc:  # surfaced in the solver thread
                 errors.append(exc)
 
@@ -357,8 +358,8 @@ class GrowingTreeSearch:
         if errors:
             raise errors[0]
         return (max(t_half, 0),
-                ExpansionStats(int(counters["steps"]), int(arena.meta[M_EXPANSIONS]),
-                               float(counters["seconds"])), solve_s)
+                ExpansionStats(steps_done[0], int(arena.meta[M_EXPANSIONS]), exp_seconds[0]),
+                solve_s)
 
     # reading out ----------------------------------------------------------------------------
     def value_of(self, cur_key: int) -> float:
