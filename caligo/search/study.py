@@ -98,9 +98,11 @@ VARIANTS: tuple[Variant, ...] = (
                         "gadget": GadgetMode.MAXMARGIN},
             note="classic safe nested subgame solving"),
     Variant("sampled_first", {"first_decision": FirstDecision.SAMPLED},
-            note="Fig. 9 with no previous tree: singleton opponent infosets"),
+            EvaluatorKind.PERFECT_INFO,
+            note="Fig. 9 with no previous tree: singleton opponent infosets, v_alt = v~(s)"),
     Variant("sampled_first+true", {"first_decision": FirstDecision.SAMPLED,
-                                   "root_infosets": RootInfosets.TRUE}),
+                                   "root_infosets": RootInfosets.TRUE},
+            EvaluatorKind.PERFECT_INFO),
     Variant("gtcfr32", _gt(32), EvaluatorKind.PERFECT_INFO, 3,
             note="one-sided GT-CFR, 32 expansions, perfect-information leaves"),
     Variant("gtcfr128", _gt(128), EvaluatorKind.PERFECT_INFO, 3),
@@ -248,7 +250,7 @@ def run_study(
 
 
 def write_tables(rows: list[Row], out: Path) -> list[Path]:
-    """study.csv (every row) and study.json (grouped by game and label)."""
+    """study.csv (every row), study.json (grouped by game and label), study.md (tables)."""
     out.mkdir(parents=True, exist_ok=True)
     csv_path = out / "study.csv"
     fields = ["game", "label", "budget", "kind", "nashconv_half", "ci95", "seat0", "seat1",
@@ -268,7 +270,9 @@ def write_tables(rows: list[Row], out: Path) -> list[Path]:
             lst.sort(key=lambda d: d["budget"])
     json_path = out / "study.json"
     json_path.write_text(json.dumps(grouped, indent=1, sort_keys=True))
-    return [csv_path, json_path]
+    md_path = out / "study.md"
+    md_path.write_text(markdown(rows))
+    return [csv_path, json_path, md_path]
 
 
 PLOTTED = ("obscuro", "obscuro+purify", "klss", "common_knowledge", "ck_safe", "sampled_first",
@@ -311,3 +315,38 @@ def plot(rows: list[Row], path: Path) -> Path:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def markdown(rows: list[Row]) -> str:
+    """Per game, a table of NashConv / 2 by variant (rows) and budget (columns)."""
+    out = []
+    games = [g for g in GAMES if any(r.game == g for r in rows)]
+    order = [v.label for v in VARIANTS] + ["pcfr+_last", "pcfr+_avg", "pcfr+_equal_work",
+                                           "uniform", "nested_1klss"]
+    for game in games:
+        mine = [r for r in rows if r.game == game]
+        budgets = sorted({r.budget for r in mine if r.budget > 0})
+        out.append(f"**{game}** (NashConv / 2, exact; ± is the 95% interval over seeds)\n")
+        out.append("| variant | " + " | ".join(str(b) for b in budgets) + " |")
+        out.append("|---|" + "---|" * len(budgets))
+        for label in order:
+            cells = {r.budget: r for r in mine if r.label == label}
+            if not cells:
+                continue
+            if label == "nested_1klss":
+                r0 = next(iter(cells.values()))
+                out.append(f"| {label} (any budget) | " + " | ".join(
+                    f"{r0.nashconv_half:.3g}" for _ in budgets) + " |")
+                continue
+            row = []
+            for b in budgets:
+                r = cells.get(b)
+                if r is None:
+                    row.append("")
+                elif r.seeds > 1 and r.ci95 > 0:
+                    row.append(f"{r.nashconv_half:.3g} ± {r.ci95:.2g}")
+                else:
+                    row.append(f"{r.nashconv_half:.3g}")
+            out.append(f"| {label} | " + " | ".join(row) + " |")
+        out.append("")
+    return "\n".join(out)
