@@ -135,7 +135,7 @@ def test_decision_at_the_true_start_is_the_opening_search() -> None:
     assert dec.search.iterations == 40 and dec.search.nodes == tree.num_nodes
     nxt = agent.snapshot()
     nxt.force(int(dec.actions[0]))
-    g = [int(x) for x in tree.infosets_of(0) if tree.infoset_parent_seq[x] != 0][0]
+    g = next(int(x) for x in tree.infosets_of(0) if tree.infoset_parent_seq[x] != 0)
     nxt.observe(int(tree.infoset_kinfo[g]))
     later = nxt.act()
     assert later.search.gadget.value in ("maxmargin", "resolve")
