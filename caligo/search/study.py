@@ -287,8 +287,12 @@ def plot(rows: list[Row], path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     games = [g for g in GAMES if any(r.game == g for r in rows)]
-    fig, axes = plt.subplots(1, len(games), figsize=(4.2 * len(games), 4.0), squeeze=False)
-    for ax, game in zip(axes[0], games, strict=True):
+    ncol = 3
+    nrow = (len(games) + 1 + ncol - 1) // ncol  # one more panel for the legend
+    fig, axes = plt.subplots(nrow, ncol, figsize=(4.3 * ncol, 3.6 * nrow), squeeze=False)
+    flat = [ax for row in axes for ax in row]
+    handles: dict[str, object] = {}
+    for ax, game in zip(flat, games, strict=False):
         for label in PLOTTED:
             pts = sorted((r.budget, r.nashconv_half) for r in rows
                          if r.game == game and r.label == label and r.budget > 0)
@@ -296,20 +300,26 @@ def plot(rows: list[Row], path: Path) -> Path:
                 continue
             xs, ys = zip(*pts, strict=True)
             style = "--" if label.startswith("pcfr") else "-"
-            ax.plot(xs, [max(y, 1e-6) for y in ys], style, marker="o", ms=3, label=label)
+            (line,) = ax.plot(xs, [max(y, 1e-6) for y in ys], style, marker="o", ms=3,
+                              label=label)
+            handles.setdefault(label, line)
         for label, ls in (("uniform", ":"), ("nested_1klss", "-.")):
             vals = [r.nashconv_half for r in rows if r.game == game and r.label == label]
             if vals:
-                ax.axhline(max(vals[0], 1e-6), ls=ls, color="gray", lw=1)
-                ax.text(10, max(vals[0], 1e-6) * 1.1, label, fontsize=7, color="gray")
+                line = ax.axhline(max(vals[0], 1e-6), ls=ls, color="gray", lw=1, label=label)
+                handles.setdefault(label, line)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_title(game.split("(")[0] if "goofspiel" not in game else "goofspiel 4",
-                     fontsize=9)
-        ax.set_xlabel("iterations per search")
+        ax.set_title(game, fontsize=8)
+        ax.set_xlabel("iterations per search", fontsize=8)
+        ax.set_ylabel("NashConv / 2 (exact)", fontsize=8)
         ax.grid(True, which="both", alpha=0.3)
-    axes[0][0].set_ylabel("NashConv / 2 (exact)")
-    axes[0][-1].legend(fontsize=6, loc="lower left")
+    for ax in flat[len(games):]:
+        ax.axis("off")
+    legend_ax = flat[len(games)] if len(games) < len(flat) else flat[-1]
+    legend_ax.legend(list(handles.values()), list(handles), fontsize=8, loc="center",
+                     title="full expansion unless gtcfr*; values below 1e-6 drawn at 1e-6",
+                     title_fontsize=7)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
