@@ -3,6 +3,8 @@
 - `caligo search exploitability GAME [--budget 10,100,1000] [--seeds R] [switches]`: the exact
   exploitability of the search agent (both seats, seed 000's definition per seat and NashConv /
   2), one row per budget; `--json` / `--csv` write the rows.
+- `caligo search run GAME [--seat S | --infoset NAME] [--budget N] [switches]`: one search at a
+  first decision, printing the `SearchResult` (policy, purified policy, tree size, timings).
 - `caligo search study [--out DIR] [--games ...] [--short]`: the full grid of docs/search.md,
   resumable (rows are appended to DIR/study.jsonl as they finish), then CSV, JSON and the PNG.
 """
@@ -104,6 +106,42 @@ def _exploitability(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run(args: argparse.Namespace) -> int:
+    from caligo.core.games import load_game
+    from caligo.search.agent import tree_agent
+    from caligo.search.exploitability import make_evaluator
+    from caligo.search.game import TreeGame
+
+    tree = load_game(args.game)
+    index = tree.infoset_index()
+    if args.infoset is None:
+        g = int(tree.infosets_of(args.seat)[0])
+    elif args.infoset in index:
+        g = index[args.infoset]
+    else:
+        raise ValueError(f"game {args.game!r} has no infoset named {args.infoset!r}")
+    seat = int(tree.infoset_player[g])
+    if int(tree.infoset_parent_seq[g]) != 0:
+        raise ValueError(f"infoset {tree.infoset_names[g]!r} is not a first decision; "
+                         "`run` searches first decisions (use `exploitability` for the rest)")
+    agent = tree_agent(TreeGame(tree), make_evaluator(tree, EvaluatorKind(args.evaluator)),
+                       _config(args, _budgets(args.budget)[0]), seat)
+    agent.new_game(seat, args.seed)
+    agent.observe(int(tree.infoset_kinfo[g]))
+    d = agent.act()
+    r = d.search
+    print(f"infoset {tree.infoset_names[g]!r} (player {seat})")
+    for a, p, q, st in zip(d.actions, d.policy, d.play, r.stable, strict=True):
+        print(f"  action {int(a):>4}  policy {p:.4f}  play {q:.4f}  {'stable' if st else ''}")
+    print(f"move {d.action}  value {r.value:.5f}  gadget {r.gadget.value}  p_max {r.p_max:.3f}")
+    print(f"nodes {r.nodes}  infosets {r.infosets}  roots {r.roots} (sampled {r.sampled})  "
+          f"carried {r.carried_nodes}/{r.carried_infosets}  depth {r.depth}")
+    print(f"iterations {r.iterations}  expansions {r.expansions}  T_1/2 {r.t_half}  "
+          f"node visits {r.node_visits}  time {r.time.total:.3f} s (construct "
+          f"{r.time.construct:.3f}, solve {r.time.solve:.3f}, expand {r.time.expand:.3f})")
+    return 0
+
+
 def _study(args: argparse.Namespace) -> int:
     from caligo.search import study
 
@@ -127,28 +165,37 @@ def _study(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    """Add `caligo search exploitability|study`."""
+    """Add `caligo search exploitability|run|study`."""
     p = sub.add_parser("search", help="growing-tree search: exact exploitability of the agent")
     ss = p.add_subparsers(dest="search_command", required=True)
     e = ss.add_parser("exploitability", help="exact exploitability of the search agent")
-    e.add_argument("game", help="a game string (OpenSpiel or built-in)")
+    r = ss.add_parser("run", help="one search at a first decision; print the SearchResult")
+    for q in (e, r):
+        q.add_argument("game", help="a game string (OpenSpiel or built-in)")
     e.add_argument("--budget", default="10,100,1000",
                    help="comma-separated iteration budgets per search (default 10,100,1000)")
+    r.add_argument("--budget", default="1000", help="iterations (default 1000)")
+    r.add_argument("--seat", type=int, default=0, choices=(0, 1))
+    r.add_argument("--infoset", default=None, help="the infoset's name (default: the seat's "
+                   "first infoset)")
+    r.add_argument("--seed", type=int, default=0)
     e.add_argument("--seeds", type=int, default=1, help="number of seeds (default 1)")
-    e.add_argument("--expansions", type=int, default=128,
-                   help="leaf expansions per search when not --expansion full (default 128)")
-    e.add_argument("--evaluator", default="perfect_info",
-                   choices=[k.value for k in EvaluatorKind],
-                   help="leaf evaluator (default perfect_info, the Stockfish analogue)")
-    e.add_argument("--min-roots", dest="min_roots", type=int, default=256)
-    e.add_argument("--no-gifts", dest="no_gifts", action="store_true",
-                   help="no gift estimates in the alternate values")
-    for name, kind, default in _SWITCHES:
-        e.add_argument("--" + name.replace("_", "-"), dest=name, default=default,
-                       choices=[k.value for k in kind])
+    for q in (e, r):
+        q.add_argument("--expansions", type=int, default=128,
+                       help="leaf expansions per search when not --expansion full (default 128)")
+        q.add_argument("--evaluator", default="perfect_info",
+                       choices=[k.value for k in EvaluatorKind],
+                       help="leaf evaluator (default perfect_info, the Stockfish analogue)")
+        q.add_argument("--min-roots", dest="min_roots", type=int, default=256)
+        q.add_argument("--no-gifts", dest="no_gifts", action="store_true",
+                       help="no gift estimates in the alternate values")
+        for name, kind, default in _SWITCHES:
+            q.add_argument("--" + name.replace("_", "-"), dest=name, default=default,
+                           choices=[k.value for k in kind])
     e.add_argument("--json", default=None, help="write the rows and the config as JSON")
     e.add_argument("--csv", default=None, help="write the rows as CSV")
     e.set_defaults(func=_exploitability)
+    r.set_defaults(func=_run)
     s = ss.add_parser("study", help="the exploitability grid of docs/search.md (resumable)")
     s.add_argument("--out", default="docs/search", help="output directory (default docs/search)")
     s.add_argument("--games", default=None, help="';'-separated game strings (default: all)")

@@ -80,3 +80,10 @@ def test_cli_study_short_resumes(tmp_path: Path) -> None:
     assert main(args) == 0  # nothing left to run: the file does not grow
     assert (tmp_path / "study.jsonl").read_text().splitlines() == first
     assert (tmp_path / "study.png").stat().st_size > 0
+
+
+def test_cli_run_prints_a_search(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["search", "run", "kuhn_poker", "--seat", "1", "--budget", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "policy" in out and "gadget" in out and "nodes" in out
+    assert main(["search", "run", "kuhn_poker", "--infoset", "nope"]) == 2
