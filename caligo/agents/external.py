@@ -150,6 +150,7 @@ class EngineProcess:
         self._proc: subprocess.Popen[bytes] | None = None
         self._reader: _Reader | None = None
         self._stderr: collections.deque[str] = collections.deque(maxlen=20)
+        self._drainer: threading.Thread | None = None
 
     def start(self) -> None:
         """Start the process (stdin/stdout pipes, stderr drained into a tail buffer)."""
@@ -171,15 +172,19 @@ class EngineProcess:
         assert self._proc.stdout is not None and self._proc.stderr is not None
         self._reader = _Reader(self._proc.stdout, self._max_line)
         self._stderr.clear()
-        threading.Thread(
+        self._drainer = threading.Thread(
             target=self._drain, args=(self._proc.stderr,), daemon=True, name=f"{self.name}-stderr"
-        ).start()
+        )
+        self._drainer.start()
 
     def _drain(self, stream: IO[bytes]) -> None:
-        for raw in iter(stream.readline, b""):
-            text = raw.decode("utf-8", "replace").rstrip()
-            self._stderr.append(text)
-            log.debug("engine %s stderr: %s", self.name, text)
+        try:
+            for raw in iter(stream.readline, b""):
+                text = raw.decode("utf-8", "replace").rstrip()
+                self._stderr.append(text)
+                log.debug("engine %s stderr: %s", self.name, text)
+        except (OSError, ValueError):  # `stop` closed the pipe under us: nothing more to read
+            pass
 
     @property
     def pid(self) -> int | None:
@@ -192,6 +197,10 @@ class EngineProcess:
     def crash_detail(self) -> str:
         """Exit status and the tail of stderr, for error messages."""
         code = None if self._proc is None else self._proc.poll()
+        if code is not None and self._drainer is not None:
+            # the process is gone: let the drain thread read its last words (up to EOF) first,
+            # or a loaded machine quotes an empty tail
+            self._drainer.join(timeout=1.0)
         tail = " | ".join(list(self._stderr)[-3:])
         status = "still running" if code is None else f"exit code {code}"
         return f"{status}; stderr: {tail!r}" if tail else status
