@@ -1,0 +1,206 @@
+"""Sub-commands of the search area.
+
+- `caligo search exploitability GAME [--budget 10,100,1000] [--seeds R] [switches]`: the exact
+  exploitability of the search agent (both seats, seed 000's definition per seat and NashConv /
+  2), one row per budget; `--json` / `--csv` write the rows.
+- `caligo search run GAME [--seat S | --infoset NAME] [--budget N] [switches]`: one search at a
+  first decision, printing the `SearchResult` (policy, purified policy, tree size, timings).
+- `caligo search study [--out DIR] [--games ...] [--short]`: the full grid of docs/search.md,
+  resumable (rows are appended to DIR/study.jsonl as they finish), then CSV, JSON and the PNG.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import enum
+import json
+from pathlib import Path
+from typing import Any
+
+from caligo.search.config import (
+    AlternateValues,
+    CarryOver,
+    EvaluatorKind,
+    Expansion,
+    FirstDecision,
+    GadgetMode,
+    InitialStrategy,
+    Iterate,
+    Iterations,
+    Purification,
+    ResolvePrior,
+    RootInfosets,
+    SearchConfig,
+    SubgameKind,
+)
+
+_SWITCHES: tuple[tuple[str, type[enum.Enum], str], ...] = (
+    ("expansion", Expansion, "full"),
+    ("subgame", SubgameKind, "kluss"),
+    ("gadget", GadgetMode, "blend"),
+    ("resolve_prior", ResolvePrior, "blueprint_mix"),
+    ("alternate_values", AlternateValues, "blueprint"),
+    ("purification", Purification, "none"),
+    ("iterate", Iterate, "last"),
+    ("carry_over", CarryOver, "profile_only"),
+    ("first_decision", FirstDecision, "true_start"),
+    ("root_infosets", RootInfosets, "singleton"),
+    ("initial_strategy", InitialStrategy, "best_child"),
+)
+
+
+def _budgets(text: str) -> list[int]:
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError as exc:
+        raise ValueError(f"--budget takes comma-separated iteration counts, got {text!r}") from exc
+    if not out or min(out) < 1:
+        raise ValueError(f"--budget needs positive iteration counts, got {text!r}")
+    return out
+
+
+def _config(args: argparse.Namespace, budget: int) -> SearchConfig:
+    kw: dict[str, Any] = {"budget": Iterations(budget), "expansions": args.expansions,
+                          "gifts": not args.no_gifts, "min_roots": args.min_roots}
+    for name, kind, _ in _SWITCHES:
+        kw[name] = kind(getattr(args, name))
+    return SearchConfig(**kw)
+
+
+def _exploitability(args: argparse.Namespace) -> int:
+    from caligo.core.games import load_game
+    from caligo.search.exploitability import EvaluatorKind, make_evaluator, search_exploitability
+
+    tree = load_game(args.game)
+    ev = make_evaluator(tree, EvaluatorKind(args.evaluator))
+    if args.seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+    rows = []
+    print(f"{'budget':>7} {'nashconv/2':>11} {'±ci95':>9} {'seat0':>9} {'seat1':>9} "
+          f"{'mixture':>9} {'searches':>8} {'seconds':>8}")
+    for b in _budgets(args.budget):
+        rep = search_exploitability(tree, _config(args, b), ev, list(range(args.seeds)))
+        secs = sum(r.seconds for r in rep.runs)
+        row = {"game": args.game, "budget": b, "nashconv_half": rep.mean.nashconv_half,
+               "ci95": rep.ci95, "seat0": rep.mean.seat0, "seat1": rep.mean.seat1,
+               "mixture": rep.mixture.nashconv_half,
+               "searches": sum(r.searches for r in rep.runs), "seconds": secs}
+        rows.append(row)
+        print(f"{b:>7} {row['nashconv_half']:>11.6f} {row['ci95']:>9.2g} {row['seat0']:>9.5f} "
+              f"{row['seat1']:>9.5f} {row['mixture']:>9.5f} {row['searches']:>8} "
+              f"{secs:>8.1f}", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(
+            {"config": {k: (v.value if isinstance(v, enum.Enum) else repr(v)) for k, v in
+                        dataclasses.asdict(_config(args, 1)).items() if k != "budget"},
+             "evaluator": args.evaluator, "rows": rows}, indent=1))
+        print(f"wrote {args.json}")
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+        print(f"wrote {args.csv}")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from caligo.core.games import load_game
+    from caligo.search.agent import tree_agent
+    from caligo.search.exploitability import make_evaluator
+    from caligo.search.game import TreeGame
+
+    tree = load_game(args.game)
+    index = tree.infoset_index()
+    if args.infoset is None:
+        g = int(tree.infosets_of(args.seat)[0])
+    elif args.infoset in index:
+        g = index[args.infoset]
+    else:
+        raise ValueError(f"game {args.game!r} has no infoset named {args.infoset!r}")
+    seat = int(tree.infoset_player[g])
+    if int(tree.infoset_parent_seq[g]) != 0:
+        raise ValueError(f"infoset {tree.infoset_names[g]!r} is not a first decision; "
+                         "`run` searches first decisions (use `exploitability` for the rest)")
+    agent = tree_agent(TreeGame(tree), make_evaluator(tree, EvaluatorKind(args.evaluator)),
+                       _config(args, _budgets(args.budget)[0]), seat)
+    agent.new_game(seat, args.seed)
+    agent.observe(int(tree.infoset_kinfo[g]))
+    d = agent.act()
+    r = d.search
+    print(f"infoset {tree.infoset_names[g]!r} (player {seat})")
+    for a, p, q, st in zip(d.actions, d.policy, d.play, r.stable, strict=True):
+        print(f"  action {int(a):>4}  policy {p:.4f}  play {q:.4f}  {'stable' if st else ''}")
+    print(f"move {d.action}  value {r.value:.5f}  gadget {r.gadget.value}  p_max {r.p_max:.3f}")
+    print(f"nodes {r.nodes}  infosets {r.infosets}  roots {r.roots} (sampled {r.sampled})  "
+          f"carried {r.carried_nodes}/{r.carried_infosets}  depth {r.depth}")
+    print(f"iterations {r.iterations}  expansions {r.expansions}  T_1/2 {r.t_half}  "
+          f"node visits {r.node_visits}  time {r.time.total:.3f} s (construct "
+          f"{r.time.construct:.3f}, solve {r.time.solve:.3f}, expand {r.time.expand:.3f})")
+    return 0
+
+
+def _study(args: argparse.Namespace) -> int:
+    from caligo.search import study
+
+    out = Path(args.out)
+    games = tuple(args.games.split(";")) if args.games else study.GAMES
+    variants = study.VARIANTS
+    if args.variants:
+        want = set(args.variants.split(","))
+        unknown = want - {v.label for v in variants}
+        if unknown:
+            raise ValueError(f"unknown variants {sorted(unknown)}; known: "
+                             f"{', '.join(v.label for v in variants)}")
+        variants = tuple(v for v in variants if v.label in want)
+    if not args.plot_only:
+        study.run_study(out, games, variants, short=args.short,
+                        progress=lambda msg: print(msg, flush=True))
+    rows = study.load_rows(out / "study.jsonl")
+    for p in [*study.write_tables(rows, out), study.plot(rows, out / "study.png")]:
+        print(f"wrote {p}")
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add `caligo search exploitability|run|study`."""
+    p = sub.add_parser("search", help="growing-tree search: exact exploitability of the agent")
+    ss = p.add_subparsers(dest="search_command", required=True)
+    e = ss.add_parser("exploitability", help="exact exploitability of the search agent")
+    r = ss.add_parser("run", help="one search at a first decision; print the SearchResult")
+    for q in (e, r):
+        q.add_argument("game", help="a game string (OpenSpiel or built-in)")
+    e.add_argument("--budget", default="10,100,1000",
+                   help="comma-separated iteration budgets per search (default 10,100,1000)")
+    r.add_argument("--budget", default="1000", help="iterations (default 1000)")
+    r.add_argument("--seat", type=int, default=0, choices=(0, 1))
+    r.add_argument("--infoset", default=None, help="the infoset's name (default: the seat's "
+                   "first infoset)")
+    r.add_argument("--seed", type=int, default=0)
+    e.add_argument("--seeds", type=int, default=1, help="number of seeds (default 1)")
+    for q in (e, r):
+        q.add_argument("--expansions", type=int, default=128,
+                       help="leaf expansions per search when not --expansion full (default 128)")
+        q.add_argument("--evaluator", default="perfect_info",
+                       choices=[k.value for k in EvaluatorKind],
+                       help="leaf evaluator (default perfect_info, the Stockfish analogue)")
+        q.add_argument("--min-roots", dest="min_roots", type=int, default=256)
+        q.add_argument("--no-gifts", dest="no_gifts", action="store_true",
+                       help="no gift estimates in the alternate values")
+        for name, kind, default in _SWITCHES:
+            q.add_argument("--" + name.replace("_", "-"), dest=name, default=default,
+                           choices=[k.value for k in kind])
+    e.add_argument("--json", default=None, help="write the rows and the config as JSON")
+    e.add_argument("--csv", default=None, help="write the rows as CSV")
+    e.set_defaults(func=_exploitability)
+    r.set_defaults(func=_run)
+    s = ss.add_parser("study", help="the exploitability grid of docs/search.md (resumable)")
+    s.add_argument("--out", default="docs/search", help="output directory (default docs/search)")
+    s.add_argument("--games", default=None, help="';'-separated game strings (default: all)")
+    s.add_argument("--variants", default=None, help="comma-separated variant labels")
+    s.add_argument("--short", action="store_true", help="budgets 10, 100, 1000 only")
+    s.add_argument("--plot-only", dest="plot_only", action="store_true",
+                   help="rebuild the tables and figure from the results file")
+    s.set_defaults(func=_study)

@@ -1,0 +1,313 @@
+"""`SearchConfig` (frozen, validated), its enums, and the frozen `SearchResult` of one search.
+
+One enum per ablation of seed 001 section 4.1 (purification, KLUSS vs KLSS, one- vs two-sided
+GT-CFR, the Resolve prior) plus the switches the small-game study needs (last vs average
+iterate, full expansion, the first decision's roots, true vs singleton opponent infosets at
+sampled roots, carry-over of regrets, the gadget). Defaults are Obscuro's (seed 001 Figs. 8-12,
+appendix C; design/SEARCH.md section 4.10), except where a field says otherwise.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from caligo.errors import CaligoError
+from caligo.subgame.gadget import AlternateValues, ResolvePrior
+
+__all__ = [
+    "AlternateValues",
+    "CarryOver",
+    "EvaluatorKind",
+    "Expansion",
+    "FirstDecision",
+    "GadgetInUse",
+    "GadgetMode",
+    "InitialStrategy",
+    "Iterate",
+    "Iterations",
+    "Purification",
+    "ResolvePrior",
+    "RootInfosets",
+    "Schedule",
+    "SearchConfig",
+    "SearchConfigError",
+    "SearchError",
+    "SearchResult",
+    "Seconds",
+    "SubgameKind",
+    "TimeSplit",
+]
+
+
+class SearchError(CaligoError, ValueError):
+    """Bad input to the search (a game, a state, a belief or an observation that does not fit)."""
+
+
+class SearchConfigError(SearchError):
+    """A `SearchConfig` field out of range or of the wrong type."""
+
+
+class Expansion(enum.Enum):
+    """How the tree grows (seed 001 section 3.3, C.4; ablation 3)."""
+
+    ONE_SIDED = "one_sided"  # the explorer mixes; the other player follows its current strategy
+    TWO_SIDED = "two_sided"  # GT-CFR as published: both players explore on every walk
+    FULL = "full"  # expand the whole subgame before solving (small games: isolates the solver)
+
+
+class SubgameKind(enum.Enum):
+    """Which knowledge-limited subgame is built at a decision (seed 001 C.6; ablation 2)."""
+
+    KLUSS = "kluss"  # 2-KLUSS (Obscuro): the searcher's nodes in I^2 \\ I are re-optimized
+    KLSS = "klss"  # 1-KLSS (ZS21): they (and everything below them) are frozen at the blueprint
+    COMMON_KNOWLEDGE = "common_knowledge"  # I^inf within the carried tree: classic subgame
+    # solving (safe with best-response alternate values; not an Obscuro option)
+
+
+class GadgetMode(enum.Enum):
+    """The root gadget (seed 001 C.1, Fig. 10 lines 11-13)."""
+
+    BLEND = "blend"  # Obscuro: p_max blend of Resolve and Maxmargin
+    MAXMARGIN = "maxmargin"
+    RESOLVE = "resolve"
+
+
+class GadgetInUse(enum.Enum):
+    """The gadget the final iterate uses (what purification keys on)."""
+
+    NONE = "none"  # no gadget: the search started from the game's true start
+    MAXMARGIN = "maxmargin"  # p_max = 0: Resolve never enters, the strategy is safe
+    RESOLVE = "resolve"  # p_max > 0
+
+
+class Purification(enum.Enum):
+    """Move selection (seed 001 section 3.5, C.8, Fig. 8; ablation 1)."""
+
+    STABLE_TOP3 = "stable_top3"  # Obscuro: mix over stable actions (at most max_support)
+    NONE = "none"  # play the searched strategy as it is
+
+
+class Iterate(enum.Enum):
+    """Which PCFR+ strategy is played and carried (seed 001 C.7)."""
+
+    LAST = "last"  # Obscuro
+    AVERAGE = "average"  # the sequence-form average (for the small-game comparisons)
+
+
+class CarryOver(enum.Enum):
+    """What survives from one decision's tree to the next (design/SEARCH.md section 4.8)."""
+
+    PROFILE_ONLY = "profile_only"  # the tree and the last iterates (as the first iterate)
+    PROFILE_AND_REGRETS = "profile_and_regrets"  # also cumulative regrets and predictions
+
+
+class FirstDecision(enum.Enum):
+    """Where the subgame roots are when there is no previous tree."""
+
+    TRUE_START = "true_start"  # search from the game's start state first (seed 001 section 3:
+    # "at the beginning of the game P contains only the starting position"), then re-root
+    SAMPLED = "sampled"  # Fig. 9 literally: roots sampled from the belief, no blueprint
+
+
+class RootInfosets(enum.Enum):
+    """The opponent's infosets at roots sampled from the belief (Fig. 9 lines 12-13)."""
+
+    SINGLETON = "singleton"  # Obscuro: the opponent is assumed to know the sampled state
+    TRUE = "true"  # the game's true opponent infoset, with its other states, where provided
+
+
+class InitialStrategy(enum.Enum):
+    """The first strategy of a newly created infoset (seed 001 C.5)."""
+
+    BEST_CHILD = "best_child"  # all weight on the child with the best heuristic value
+    UNIFORM = "uniform"
+
+
+class EvaluatorKind(enum.Enum):
+    """Which leaf evaluator an agent on a `TreeGame` uses (`caligo.search.evaluators`)."""
+
+    ZERO = "zero"
+    PERFECT_INFO = "perfect_info"  # the Stockfish analogue
+    EQUILIBRIUM = "equilibrium"  # subtree values under an LP equilibrium of the full game
+
+
+class Schedule(enum.Enum):
+    """How the solver and the expanders share time (seed 001 section 3.4)."""
+
+    DETERMINISTIC = "deterministic"  # one thread, a fixed interleaving, seeded: bit-identical
+    THREADED = "threaded"  # one solver thread and `expanders` expander threads
+
+
+@dataclass(frozen=True)
+class Iterations:
+    """A budget of solver iterations (one iteration updates both players)."""
+
+    n: int
+
+    def __post_init__(self) -> None:
+        if isinstance(self.n, bool) or not isinstance(self.n, int | np.integer) or self.n < 1:
+            raise SearchConfigError(f"Iterations needs a positive int, got {self.n!r}")
+
+
+@dataclass(frozen=True)
+class Seconds:
+    """A wall-clock budget for one search."""
+
+    s: float
+
+    def __post_init__(self) -> None:
+        if isinstance(self.s, bool) or not isinstance(self.s, int | float) or not (
+            math.isfinite(self.s) and self.s > 0
+        ):
+            raise SearchConfigError(f"Seconds needs a positive finite number, got {self.s!r}")
+
+
+def _enum(name: str, value: object, kind: type[enum.Enum]) -> None:
+    if not isinstance(value, kind):
+        raise SearchConfigError(f"{name} must be a {kind.__name__}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Every knob of one search and of the agent loop around it; validated at construction.
+
+    budget: `Iterations(n)` or `Seconds(s)`. expansions: leaf expansions per search (each adds
+    all children of one leaf); in the deterministic schedule they are spread evenly over the
+    first (1 - solver_tail) of the iterations; with `Seconds` they are a cap (None: no cap).
+    solver_tail: the share of the budget the solver runs on after the expanders stop (seed 001
+    section 3.4; the paper does not quantify it). min_roots / max_roots: Fig. 9's
+    MININFOSETSIZE (256) and an optional cap on the carried roots of our infoset (None: none).
+    puct_c, explore_mix: C and the weight of the PUCT argmax in the explorer's mix (C.4).
+    max_support: Fig. 8's MAXSUPPORT. gifts: subtract the gift estimate (C.2) from alternate
+    values. max_nodes: the arena's node capacity (it never grows during a search).
+    expanders: expander threads (THREADED only); expander_batch: walks an expander makes per
+    claim, expanded with one game call and one evaluator call (amortises Python per leaf).
+    seed: the root of every random choice.
+    """
+
+    budget: Iterations | Seconds = field(default_factory=lambda: Iterations(1000))
+    expansions: int | None = 1000
+    expansion: Expansion = Expansion.ONE_SIDED
+    subgame: SubgameKind = SubgameKind.KLUSS
+    gadget: GadgetMode = GadgetMode.BLEND
+    resolve_prior: ResolvePrior = ResolvePrior.BLUEPRINT_MIX
+    alternate_values: AlternateValues = AlternateValues.BLUEPRINT
+    gifts: bool = True
+    purification: Purification = Purification.STABLE_TOP3
+    max_support: int = 3
+    iterate: Iterate = Iterate.LAST
+    carry_over: CarryOver = CarryOver.PROFILE_ONLY
+    first_decision: FirstDecision = FirstDecision.TRUE_START
+    root_infosets: RootInfosets = RootInfosets.SINGLETON
+    initial_strategy: InitialStrategy = InitialStrategy.BEST_CHILD
+    min_roots: int = 256
+    max_roots: int | None = None
+    puct_c: float = 1.0
+    explore_mix: float = 0.5
+    solver_tail: float = 0.15
+    schedule: Schedule = Schedule.DETERMINISTIC
+    expanders: int = 1
+    expander_batch: int = 8
+    max_nodes: int = 2_000_000
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.budget, Iterations | Seconds):
+            raise SearchConfigError(f"budget must be Iterations or Seconds, got {self.budget!r}")
+        for name, kind in (
+            ("expansion", Expansion), ("subgame", SubgameKind), ("gadget", GadgetMode),
+            ("resolve_prior", ResolvePrior), ("alternate_values", AlternateValues),
+            ("purification", Purification), ("iterate", Iterate), ("carry_over", CarryOver),
+            ("first_decision", FirstDecision), ("root_infosets", RootInfosets),
+            ("initial_strategy", InitialStrategy), ("schedule", Schedule),
+        ):  # fmt: skip
+            _enum(name, getattr(self, name), kind)
+        if self.expansions is not None and (
+            isinstance(self.expansions, bool)
+            or not isinstance(self.expansions, int | np.integer)
+            or self.expansions < 0
+        ):
+            raise SearchConfigError(f"expansions must be a nonnegative int or None, got "
+                                    f"{self.expansions!r}")
+        if self.expansions is None and isinstance(self.budget, Iterations) and (
+            self.expansion is not Expansion.FULL
+        ):
+            raise SearchConfigError("an Iterations budget needs an expansion count "
+                                    "(or Expansion.FULL)")
+        for name, lo in (("max_support", 1), ("min_roots", 0), ("expanders", 1),
+                         ("expander_batch", 1), ("max_nodes", 16)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < lo:
+                raise SearchConfigError(f"{name} must be an int >= {lo}, got {v!r}")
+        if self.max_roots is not None and (
+            isinstance(self.max_roots, bool) or not isinstance(self.max_roots, int | np.integer)
+            or self.max_roots < 1
+        ):
+            raise SearchConfigError(f"max_roots must be a positive int or None, got "
+                                    f"{self.max_roots!r}")
+        for name in ("puct_c", "explore_mix", "solver_tail"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+                raise SearchConfigError(f"{name} must be a finite number, got {v!r}")
+        if self.puct_c < 0:
+            raise SearchConfigError(f"puct_c must be >= 0, got {self.puct_c!r}")
+        if not 0.0 <= self.explore_mix <= 1.0:
+            raise SearchConfigError(f"explore_mix must be in [0, 1], got {self.explore_mix!r}")
+        if not 0.0 <= self.solver_tail < 1.0:
+            raise SearchConfigError(f"solver_tail must be in [0, 1), got {self.solver_tail!r}")
+        if not isinstance(self.gifts, bool):
+            raise SearchConfigError(f"gifts must be a bool, got {self.gifts!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int | np.integer):
+            raise SearchConfigError(f"seed must be an int, got {self.seed!r}")
+        if self.schedule is Schedule.DETERMINISTIC and isinstance(self.budget, Seconds):
+            raise SearchConfigError("the deterministic schedule needs an Iterations budget")
+
+
+@dataclass(frozen=True)
+class TimeSplit:
+    """Where one search's wall time went, in seconds."""
+
+    construct: float  # building the subgame from the previous tree and the belief
+    solve: float  # solver passes (including the gadget root updates)
+    expand: float  # leaf selection, game expansion, evaluation and appending
+    total: float
+
+
+@dataclass(frozen=True, eq=False)
+class SearchResult:
+    """One finished search at the searching player's infoset.
+
+    actions: int32[k], the game's action labels at the infoset; policy: float64[k], the played
+    iterate (last or average); play: float64[k], the purified policy the agent samples from;
+    stable: bool[k], actions in the support continuously since T_1/2. value: the searcher's
+    value of the subgame under the final profile (the gadget's value when a gadget is used),
+    in the searcher's utility. nodes / infosets: the arena's size at the end; carried_nodes /
+    carried_infosets: what survived from the previous tree; roots: root states of the subgame
+    (sampled: how many of them came from the belief). iterations, expansions: work done;
+    t_half: the iteration reached at half the budget; depth: the deepest node. p_max and
+    gadget: the Resolve/Maxmargin blend at the end.
+    """
+
+    actions: np.ndarray
+    policy: np.ndarray
+    play: np.ndarray
+    stable: np.ndarray
+    value: float
+    nodes: int
+    infosets: int
+    carried_nodes: int
+    carried_infosets: int
+    roots: int
+    sampled: int
+    iterations: int
+    expansions: int
+    t_half: int
+    depth: int
+    p_max: float
+    gadget: GadgetInUse
+    node_visits: int
+    time: TimeSplit

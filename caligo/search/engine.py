@@ -1,0 +1,412 @@
+"""`GrowingTreeSearch`: one solver and its expanders on an arena (seed 001 sections 3.2-3.4).
+
+A search at a decision: the subgame is built (`start` at a state, `reroot` from the previous
+tree: `caligo.search.construct`), then PCFR+ iterations (`caligo.search.solver`) and expansion
+steps (`caligo.search.expand`) share the budget, then the searcher's root infoset is read out
+and purified (`caligo.search.purify`).
+
+Schedules (`Schedule`):
+
+- DETERMINISTIC: one thread. Iteration t runs one PCFR+ iteration, then
+  floor((t+1) E / T_e) - floor(t E / T_e) expansion steps (E = `expansions`, T_e = the first
+  (1 - solver_tail) of the T iterations: the expanders stop first, the solver runs a tail,
+  section 3.4), then commits them. Every random choice comes from the seed: two runs are
+  bit-identical (the `Bench:` property of STYLE.md item 11).
+- THREADED: the calling thread is the solver; `expanders` threads walk and expand. Publication
+  protocol (design/SEARCH.md section 4.7): an expander claims a leaf under `claim_lock`,
+  expands it outside any lock (game, evaluator), reserves rows under `alloc_lock`, writes them,
+  and queues the expansion; the solver commits the queue between iterations, so the solver's
+  passes read only solver-written fields, and expanders read the solver's strategies lock-free
+  (stale reads are harmless, as in Obscuro). The expanders stop at (1 - solver_tail) of the
+  time budget, the solver at the end. Each expander gets its own evaluator from
+  `evaluator_factory` (a Stockfish process per thread).
+
+With `Expansion.FULL` the whole subgame is expanded before the first iteration (small games:
+leaf values never matter and the solver and gadget are measured alone).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from caligo.search import construct as C
+from caligo.search import expand as X
+from caligo.search import solver as S
+from caligo.search._fastcall import FastKernel
+from caligo.search.arena import (
+    F_PMAX,
+    M_EXPANSIONS,
+    M_HAS_GADGET,
+    M_MAX_DEPTH,
+    M_VISITS,
+    Arena,
+    Capacity,
+)
+from caligo.search.config import (
+    Expansion,
+    GadgetInUse,
+    InitialStrategy,
+    Iterate,
+    Iterations,
+    Schedule,
+    SearchConfig,
+    SearchError,
+    SearchResult,
+    Seconds,
+    TimeSplit,
+)
+from caligo.search.game import Belief, Evaluator, SearchGame
+from caligo.search.purify import purify
+
+log = logging.getLogger(__name__)
+
+_ITERATE = FastKernel(S._iterate_kernel)
+
+
+class KernelStatusError(SearchError):
+    """A search kernel reported a failure (a game breaking perfect recall, or a bug)."""
+
+
+@dataclass(frozen=True)
+class ExpansionStats:
+    """Counters of the expansion side of one search."""
+
+    steps: int
+    expansions: int
+    seconds: float
+
+
+class GrowingTreeSearch:
+    """The arena, the solver and the expanders of one player (module docstring).
+
+    searcher: the player who searches (▲). capacity: the arena's node capacity (default
+    `config.max_nodes`). util_scale: the game's largest absolute utility (1 for values in
+    [-1, 1]); PUCT statistics are taken in units of it.
+    """
+
+    def __init__(
+        self,
+        game: SearchGame,
+        evaluator: Evaluator,
+        config: SearchConfig,
+        searcher: int,
+        *,
+        evaluator_factory: Callable[[], Evaluator] | None = None,
+        capacity: int | None = None,
+        util_scale: float = 1.0,
+    ) -> None:
+        if searcher not in (0, 1):
+            raise SearchError(f"searcher must be 0 or 1, got {searcher!r}")
+        if not (isinstance(util_scale, int | float) and math.isfinite(util_scale)
+                and util_scale > 0):
+            raise SearchError(f"util_scale must be a positive number, got {util_scale!r}")
+        self.game = game
+        self.evaluator = evaluator
+        self.evaluator_factory = evaluator_factory
+        self.config = config
+        self.searcher = searcher
+        self.util_scale = float(util_scale)
+        cap = Capacity.for_nodes(capacity if capacity is not None else config.max_nodes)
+        self.arena = Arena(cap)
+        self._spare: Arena | None = None
+        self._stack_node = np.zeros(cap.nodes, dtype=np.int32)
+        self._stack_reach = np.zeros(cap.nodes, dtype=np.float64)
+        self._util = np.zeros(cap.roots, dtype=np.float64)
+        self.started = False
+
+    # building the subgame -------------------------------------------------------------------
+    def start(self, state: int) -> None:
+        """A tree of one node at `state` with no gadget (the game's true start)."""
+        C.init_plain(self.arena, self.game, self.evaluator, int(state), self.searcher,
+                     self.config, self.util_scale)
+        self.started = True
+
+    def reroot(self, belief: Belief, cur_key: int, rng: np.random.Generator,
+               v_prev: float | None = None) -> C.BuildInfo:
+        """Build the KLUSS subgame at our infoset `cur_key` from the current tree (Fig. 9).
+
+        Without a previous tree every root is sampled from the belief.
+        """
+        old = self.arena if self.started else Arena(Capacity.for_nodes(16))
+        if not self.started:
+            old.meta[C.M_SEARCHER] = self.searcher
+        new = self._spare if self._spare is not None else Arena(self.arena.capacity)
+        info = C.build_kluss(old, new, self.game, belief, self.evaluator, int(cur_key),
+                             self.config, v_prev, rng, self.util_scale)
+        self._spare = self.arena if self.started else None
+        self.arena = new
+        self.started = True
+        return info
+
+    # running --------------------------------------------------------------------------------
+    def iterate(self, n: int = 1) -> None:
+        """Run n PCFR+ iterations on the committed tree."""
+        a = self.arena
+        status = _ITERATE(
+            int(n), self.config.iterate is Iterate.AVERAGE, a.nodes, a.infosets, a.slots,
+            a.roots, a.meta, a.fmeta, self._stack_node, self._stack_reach, self._util)
+        if status != S.OK:
+            raise KernelStatusError(f"solver kernel returned status {status}")
+
+    def _commit(self, pending: X.Pending) -> None:
+        status = X.commit(self.arena, pending,
+                          self.config.initial_strategy is InitialStrategy.UNIFORM)
+        if status == X.MISMATCH:
+            raise KernelStatusError("the game gave one infoset two action sets or broke "
+                                    "perfect recall")
+
+    def expand_full(self) -> None:
+        """Expand every reachable leaf (`Expansion.FULL`)."""
+        ex = X.Expander(self.arena, self.game, self.evaluator, self.config.seed)
+        status = X.expand_fully(ex, self.config.initial_strategy is InitialStrategy.UNIFORM)
+        if status == X.MISMATCH:
+            raise KernelStatusError("the game gave one infoset two action sets or broke "
+                                    "perfect recall")
+        if status == X.FULL:
+            log.warning("arena full (%d nodes) before the subgame was fully expanded",
+                        self.arena.capacity.nodes)
+
+    def ensure_infoset(self, cur_key: int) -> None:
+        """Expand one root of our infoset if none is expanded yet (so it has a strategy)."""
+        a = self.arena
+        if a.infoset_of_key(self.searcher, cur_key) >= 0:
+            return
+        nr = a.n_roots
+        mine = np.flatnonzero((a.nodes.player[:nr] == self.searcher)
+                              & (a.nodes.key[:nr, self.searcher] == np.uint64(cur_key)))
+        if mine.size == 0:
+            return
+        h = int(mine[0])
+        a.nodes.claim[h] = 1
+        ex = X.Expander(a, self.game, self.evaluator, self.config.seed)
+        pending = ex.expand(np.array([h], dtype=np.int32))
+        if pending is not None:
+            self._commit(pending)
+
+    def run(self, rng_seed: int) -> tuple[int, ExpansionStats, float]:
+        """Spend the budget: returns (T_1/2, expansion stats, solver seconds)."""
+        c = self.config
+        if c.expansion is Expansion.FULL:
+            t0 = time.perf_counter()
+            self.expand_full()
+            exp_s = time.perf_counter() - t0
+            t1 = time.perf_counter()
+            n = c.budget.n if isinstance(c.budget, Iterations) else None
+            if n is not None:
+                self.iterate(n)
+                t_half = (n + 1) // 2
+            else:
+                t_half = self._timed_solve(float(c.budget.s))  # type: ignore[union-attr]
+            solve_s = time.perf_counter() - t1
+            return t_half, ExpansionStats(0, 0, exp_s), solve_s
+        if c.schedule is Schedule.DETERMINISTIC:
+            return self._run_deterministic(rng_seed)
+        return self._run_threaded(rng_seed)
+
+    def _timed_solve(self, seconds: float) -> int:
+        start = time.perf_counter()
+        half = -1
+        while time.perf_counter() - start < seconds:
+            self.iterate(1)
+            if half < 0 and time.perf_counter() - start >= seconds / 2:
+                half = self.arena.iteration
+        return half if half >= 0 else self.arena.iteration
+
+    def _walks(self, ex: X.Expander, count: int, step0: int) -> np.ndarray:
+        c = self.config
+        return ex.select_many(count, step0, self.searcher, c.expansion is Expansion.TWO_SIDED,
+                              c.puct_c, c.explore_mix, self.util_scale)
+
+    def _run_deterministic(self, rng_seed: int) -> tuple[int, ExpansionStats, float]:
+        c = self.config
+        assert isinstance(c.budget, Iterations)
+        T = int(c.budget.n)
+        E = int(c.expansions or 0)
+        T_e = max(1, math.ceil((1.0 - c.solver_tail) * T))
+        ex = X.Expander(self.arena, self.game, self.evaluator, rng_seed)
+        steps = 0
+        exp_s = 0.0
+        solve_s = 0.0
+        t_half = 0
+        half_at = (T + 1) // 2
+        for t in range(T):
+            t0 = time.perf_counter()
+            self.iterate(1)
+            solve_s += time.perf_counter() - t0
+            if t + 1 == half_at:
+                t_half = self.arena.iteration
+            if t < T_e and E > 0 and not ex.full:
+                k = (t + 1) * E // T_e - t * E // T_e
+                if k:
+                    t1 = time.perf_counter()
+                    leaves = self._walks(ex, k, steps)
+                    steps += k
+                    if leaves.size:
+                        pending = ex.expand(leaves)
+                        if pending is not None:
+                            self._commit(pending)
+                    exp_s += time.perf_counter() - t1
+        return t_half, ExpansionStats(steps, int(self.arena.meta[M_EXPANSIONS]), exp_s), solve_s
+
+    def _run_threaded(self, rng_seed: int) -> tuple[int, ExpansionStats, float]:
+        c = self.config
+        budget = float(c.budget.s) if isinstance(c.budget, Seconds) else None
+        n_iter = int(c.budget.n) if isinstance(c.budget, Iterations) else None
+        cap_steps = c.expansions
+        arena = self.arena
+        claim_lock = threading.Lock()
+        alloc_lock = threading.Lock()
+        queue: collections.deque[X.Pending] = collections.deque()
+        stop = threading.Event()
+        steps_done = [0]
+        exp_seconds = [0.0]
+        count_lock = threading.Lock()
+        errors: list[BaseException] = []
+
+        def expander(idx: int) -> None:
+            ev = self.evaluator_factory() if self.evaluator_factory is not None else (
+                self.evaluator)
+            ex = X.Expander(arena, self.game, ev, rng_seed * 7919 + idx + 1, alloc_lock)
+            step = idx
+            try:
+                while not stop.is_set() and not ex.full:
+                    with count_lock:
+                        todo = c.expander_batch
+                        if cap_steps is not None:
+                            todo = min(todo, cap_steps - steps_done[0])
+                        if todo <= 0:
+                            break
+                        steps_done[0] += todo
+                    t0 = time.perf_counter()
+                    with claim_lock:
+                        leaves = self._walks(ex, todo, step)
+                    step += todo
+                    if leaves.size:
+                        pending = ex.expand(leaves)
+                        if pending is not None:
+                            queue.append(pending)
+                    else:
+                        time.sleep(0)  # nothing to expand right now: let the solver run
+                    with count_lock:
+                        exp_seconds[0] += time.perf_counter() - t0
+            except BaseException as exc:  # surfaced in the solver thread
+                errors.append(exc)
+
+        threads = [threading.Thread(target=expander, args=(i,), daemon=True)
+                   for i in range(c.expanders)]
+        start = time.perf_counter()
+        for th in threads:
+            th.start()
+        solve_s = 0.0
+        per_iter = 1e-4
+        t_half = -1
+        stopped = False
+        try:
+            while True:
+                now = time.perf_counter() - start
+                it = arena.iteration
+                if budget is not None:
+                    if now >= budget:
+                        break
+                    if not stopped and now >= (1.0 - c.solver_tail) * budget:
+                        stop.set()
+                        stopped = True
+                    if t_half < 0 and now >= budget / 2:
+                        t_half = it
+                else:
+                    assert n_iter is not None
+                    if it >= n_iter:
+                        break
+                    if not stopped and it >= (1.0 - c.solver_tail) * n_iter:
+                        stop.set()
+                        stopped = True
+                    if t_half < 0 and it >= n_iter // 2:
+                        t_half = it
+                while queue:
+                    self._commit(queue.popleft())
+                if errors:
+                    raise errors[0]
+                # Run enough iterations per call that the call (which releases the GIL) lasts
+                # about a millisecond: on small trees a call per iteration keeps the GIL busy
+                # in Python and starves the expanders.
+                k = max(1, min(1000, int(1e-3 / max(per_iter, 1e-7))))
+                if n_iter is not None:
+                    k = min(k, max(1, n_iter - it))
+                if budget is not None:
+                    k = min(k, max(1, int((budget - now) / max(per_iter, 1e-7))))
+                t0 = time.perf_counter()
+                self.iterate(k)
+                dt = time.perf_counter() - t0
+                solve_s += dt
+                per_iter = dt / k
+                time.sleep(0)  # let the expanders take the GIL between calls
+        finally:
+            stop.set()
+            for th in threads:
+                th.join()
+            while queue:
+                self._commit(queue.popleft())
+            arena.nodes.claim[: arena.n_nodes] = 0
+        if errors:
+            raise errors[0]
+        return (max(t_half, 0),
+                ExpansionStats(steps_done[0], int(arena.meta[M_EXPANSIONS]), exp_seconds[0]),
+                solve_s)
+
+    # reading out ----------------------------------------------------------------------------
+    def value_of(self, cur_key: int) -> float:
+        """The searcher's value of its infoset `cur_key` under the played profile."""
+        a = self.arena
+        prof = C.profile(a, C.played_profile(a, self.config.iterate))
+        n = a.n_nodes
+        mine = prof.alive & (a.nodes.player[:n] == self.searcher) & (
+            a.nodes.key[:n, self.searcher] == np.uint64(cur_key))
+        w = (prof.c * prof.y)[mine]
+        if w.sum() <= 0.0:
+            return math.nan
+        return float(np.dot(w, prof.v[mine]) / w.sum())
+
+    def result(self, cur_key: int, t_half: int, stats: ExpansionStats, solve_s: float,
+               construct_s: float, build: C.BuildInfo | None, total_s: float) -> SearchResult:
+        """Read out the searcher's infoset `cur_key` (policy, purified policy, statistics)."""
+        a = self.arena
+        g = a.infoset_of_key(self.searcher, cur_key)
+        if g < 0:
+            raise SearchError("the searcher's infoset is not in the tree (no root of it could "
+                              "be expanded)")
+        sl = a.infoset_slots(g)
+        actions = a.slots.action[sl].copy()
+        strat = C.played_profile(a, self.config.iterate)
+        policy = strat[sl].copy()
+        since = a.slots.support_since[sl]
+        stable = (since >= 0) & (since <= t_half + 1)
+        p_max = float(a.fmeta[F_PMAX]) if a.has_gadget else 0.0
+        if a.meta[M_HAS_GADGET] and self.config.gadget.value == "maxmargin":
+            p_max = 0.0
+        play = purify(policy, stable, p_max, self.config.purification, self.config.max_support)
+        if not a.has_gadget:
+            gadget = GadgetInUse.NONE
+        elif p_max > 0.0:
+            gadget = GadgetInUse.RESOLVE
+        else:
+            gadget = GadgetInUse.MAXMARGIN
+        return SearchResult(
+            actions=actions, policy=policy, play=play, stable=stable,
+            value=self.value_of(cur_key), nodes=a.n_nodes, infosets=a.n_infosets,
+            carried_nodes=build.carried_nodes if build else 0,
+            carried_infosets=build.carried_infosets if build else 0,
+            roots=a.n_roots, sampled=build.sampled if build else 0,
+            iterations=a.iteration, expansions=stats.expansions, t_half=t_half,
+            depth=int(a.meta[M_MAX_DEPTH]), p_max=p_max, gadget=gadget,
+            node_visits=int(a.meta[M_VISITS]),
+            time=TimeSplit(construct=construct_s, solve=solve_s, expand=stats.seconds,
+                           total=total_s),
+        )

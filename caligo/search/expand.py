@@ -1,0 +1,546 @@
+"""Growing the tree: one-sided GT-CFR leaf selection (seed 001 Fig. 12, C.4, C.5) and appending.
+
+`_select_kernel` is DOEXPANSIONSTEP's walk. From the root gadget (J sampled in proportion to the
+blended weights w_J, normalised: under Resolve they need not sum to 1, Fig. 12 line 17; the
+opponent, when exploring, mixes that with uniform over the J it enters) and a root of J in
+proportion to q_h, down the expanded tree:
+
+- at the exploring player's nodes, with probability `explore_mix` the PUCT argmax of
+  Q(I, a) = u(x^t, y^t | I, a) + C var(I, a) sqrt(N(I)) / (1 + N(I, a)), else uniform over the
+  support of the current strategy (C.4: x_sample = 1/2 x_Max + 1/2 x_PUCT). u(x^t, y^t | I, a) is
+  the conditional value the solver exported in its last pass (the *current* value, not a running
+  mean); var is the empirical variance of that value over the previous visits of I during
+  expansion, with two prior samples -1 and +1 (values divided by the game's utility scale, so the
+  priors are the ends of the range as in Obscuro's [-1, 1]); N counts expansion visits. C.4 says
+  "variance" and so do we (not the standard deviation of UCB formulas);
+- at the other player's nodes the current strategy; at chance nodes the chance probabilities
+  (two-sided GT-CFR: both players explore);
+- the walk stops, expanding nothing, at a terminal node, at a node still NEW (the solver has not
+  iterated on it since it was expanded, Fig. 12 line 11) or at a leaf another expander claimed.
+  Otherwise it claims the leaf (its claim byte; the Python caller holds a lock across the walk,
+  so two expanders never claim one leaf).
+
+`Expander.expand(leaves)` asks the game for all children of the claimed leaves in one call, the
+evaluator for all their values in one call, reserves rows, and `_append_kernel` writes them.
+`_commit_kernel` (solver thread, between iterations) links them in: it interns the leaf's
+infoset, creating it when new with its first strategy on the best child by the heuristic (C.5),
+sets the children's sequences, and flags the leaf EXPANDED | NEW.
+
+Status codes: OK = 0, FULL = 1 (capacity reached), MISMATCH = 2 (a game gave one infoset two
+action sets or broke perfect recall).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from caligo.search._fastcall import FastKernel
+from caligo.search.arena import (
+    EXPANDED,
+    FROZEN,
+    IFROZEN,
+    KEY_INCREMENTAL,
+    M_EXPANSIONS,
+    M_HAS_GADGET,
+    M_INFOSETS,
+    M_J,
+    M_KEY_MODE,
+    M_MAX_DEPTH,
+    M_NODES,
+    M_SEARCHER,
+    M_SLOTS,
+    NEW,
+    Arena,
+    InfosetArrays,
+    NodeArrays,
+    RootArrays,
+    SlotArrays,
+)
+from caligo.search.config import SearchError
+from caligo.search.game import ChildBatch, Evaluator, SearchGame
+from caligo.search.intern import EMPTY, _insert_kernel, _lookup_kernel, mix_key
+
+OK = 0
+FULL = 1
+MISMATCH = 2
+CHANCE = 2
+TERMINAL = 3
+
+_S12 = np.uint64(12)
+_S25 = np.uint64(25)
+_S27 = np.uint64(27)
+_S11 = np.uint64(11)
+_RMUL = np.uint64(0x2545F4914F6CDD1D)
+_ONE = np.uint64(1)
+
+
+@njit(cache=True, nogil=True)
+def _rand(rng: np.ndarray) -> float:
+    """xorshift64* in rng[0] (uint64, nonzero); a float in [0, 1)."""
+    x = rng[0]
+    x ^= x >> _S12
+    x ^= x << _S25
+    x ^= x >> _S27
+    rng[0] = x
+    return float((x * _RMUL) >> _S11) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True, nogil=True)
+def _sample(weights: np.ndarray, lo: int, n: int, rng: np.ndarray) -> int:
+    """An index in lo .. lo+n-1 in proportion to weights (uniform if they sum to 0)."""
+    total = 0.0
+    for a in range(lo, lo + n):
+        if weights[a] > 0.0:
+            total += weights[a]
+    if total <= 0.0:
+        k = int(_rand(rng) * n)
+        return lo + (k if k < n else n - 1)
+    u = _rand(rng) * total
+    acc = 0.0
+    last = lo
+    for a in range(lo, lo + n):
+        if weights[a] > 0.0:
+            acc += weights[a]
+            last = a
+            if u < acc:
+                return a
+    return last
+
+
+@njit(cache=True, nogil=True)
+def _uniform_support(weights: np.ndarray, lo: int, n: int, rng: np.ndarray) -> int:
+    """Uniform over {a : weights[a] > 0} (over all if empty)."""
+    k = 0
+    for a in range(lo, lo + n):
+        if weights[a] > 0.0:
+            k += 1
+    if k == 0:
+        j = int(_rand(rng) * n)
+        return lo + (j if j < n else n - 1)
+    j = int(_rand(rng) * k)
+    if j >= k:
+        j = k - 1
+    for a in range(lo, lo + n):
+        if weights[a] > 0.0:
+            if j == 0:
+                return a
+            j -= 1
+    return lo
+
+
+@njit(cache=True, nogil=True)
+def _select_kernel(
+    explorer: int,
+    two_sided: bool,
+    puct_c: float,
+    explore_mix: float,
+    util_scale: float,
+    nd: NodeArrays,
+    inf: InfosetArrays,
+    sl: SlotArrays,
+    rt: RootArrays,
+    meta: np.ndarray,
+    rng: np.ndarray,
+) -> int:
+    """One DOEXPANSIONSTEP walk (module docstring): the claimed leaf, or -1 for none.
+
+    explorer: 0 or 1. util_scale > 0 divides values for the PUCT statistics. rng: uint64[1].
+    Arrays as in `caligo.search.solver._pass_kernel`.
+    """
+    searcher = meta[M_SEARCHER]
+    opp = 1 - searcher
+    j = 0
+    m = meta[M_J]
+    if meta[M_HAS_GADGET] != 0 and m > 1:
+        if (explorer == opp or two_sided) and _rand(rng) < explore_mix:
+            j = _uniform_support(rt.w, 0, m, rng)
+        else:
+            j = _sample(rt.w, 0, m, rng)
+    lo = rt.ptr[j]
+    h = _sample(nd.chance_prob, lo, rt.ptr[j + 1] - lo, rng)
+    strat = sl.strat
+    while True:
+        pl = nd.player[h]
+        if pl == TERMINAL:
+            return -1
+        f = nd.flags[h]
+        if (f & EXPANDED) == 0:
+            if nd.claim[h] != 0:
+                return -1
+            nd.claim[h] = 1
+            return h
+        if f & NEW:
+            return -1
+        c0 = nd.first_child[h]
+        n = nd.num_children[h]
+        if n <= 0 or c0 <= h:
+            return -1  # a half-published expansion (threads): try again later
+        if pl == CHANCE:
+            h = _sample(nd.chance_prob, c0, n, rng)
+            continue
+        g = nd.infoset[h]
+        s0 = inf.slot0[g]
+        if pl == explorer or two_sided:
+            inf.visits[g] += 1
+            nvis = inf.visits[g]
+            for a in range(s0, s0 + n):
+                x = sl.q[a] / util_scale
+                sl.q_sum[a] += x
+                sl.q_sqsum[a] += x * x
+            if _rand(rng) < explore_mix:
+                cnt = float(nvis + 2)
+                best = -np.inf
+                arg = s0
+                root_n = np.sqrt(float(nvis))
+                for a in range(s0, s0 + n):
+                    mean = sl.q_sum[a] / cnt
+                    var = (sl.q_sqsum[a] + 2.0) / cnt - mean * mean
+                    if var < 0.0:
+                        var = 0.0
+                    qb = sl.q[a] / util_scale + puct_c * var * root_n / (1.0 + sl.n_visits[a])
+                    if qb > best:
+                        best = qb
+                        arg = a
+                k = arg
+            else:
+                k = _uniform_support(strat, s0, n, rng)
+            sl.n_visits[k] += 1
+        else:
+            k = _sample(strat, s0, n, rng)
+        h = c0 + (k - s0)
+
+
+@njit(cache=True, nogil=True)
+def _select_batch_kernel(
+    count: int,
+    step0: int,
+    searcher: int,
+    two_sided: bool,
+    puct_c: float,
+    explore_mix: float,
+    util_scale: float,
+    nd: NodeArrays,
+    inf: InfosetArrays,
+    sl: SlotArrays,
+    rt: RootArrays,
+    meta: np.ndarray,
+    rng: np.ndarray,
+    out: np.ndarray,
+) -> int:
+    """`count` walks, the explorer alternating searcher / opponent from step `step0` (Fig. 12
+    lines 3-4); claimed leaves go to out (int32[>= count]). Returns how many were claimed."""
+    k = 0
+    for i in range(count):
+        explorer = searcher if (step0 + i) % 2 == 0 else 1 - searcher
+        h = _select_kernel(explorer, two_sided, puct_c, explore_mix, util_scale, nd, inf, sl,
+                           rt, meta, rng)
+        if h >= 0:
+            out[k] = h
+            k += 1
+    return k
+
+
+@njit(cache=True, nogil=True)
+def _append_kernel(
+    leaves: np.ndarray,
+    firsts: np.ndarray,
+    ptr: np.ndarray,
+    state: np.ndarray,
+    action: np.ndarray,
+    player: np.ndarray,
+    chance_prob: np.ndarray,
+    obs: np.ndarray,
+    utility: np.ndarray,
+    values: np.ndarray,
+    key_mode: int,
+    nd: NodeArrays,
+) -> int:
+    """Write the children of each leaf into rows firsts[i] .. firsts[i] + ptr[i+1] - ptr[i] - 1.
+
+    leaves, firsts: int32[k]; ptr: int64[k+1] (CSR into the child arrays); state int64[n],
+    action int32[n], player int8[n], chance_prob float64[n], obs uint64[n, 2], utility
+    float64[n], values float64[n] (heuristic values, player 0's view; terminals take utility).
+    key_mode: KEY_INCREMENTAL or KEY_CUMULATIVE. Sequences and links are the commit's job.
+    Returns OK.
+    """
+    for i in range(leaves.shape[0]):
+        h = leaves[i]
+        row = firsts[i]
+        ph = nd.player[h]
+        frozen = nd.flags[h] & FROZEN
+        for c in range(ptr[i], ptr[i + 1]):
+            nd.parent[row] = h
+            nd.first_child[row] = -1
+            nd.num_children[row] = 0
+            nd.player[row] = player[c]
+            nd.flags[row] = frozen
+            nd.claim[row] = 0
+            nd.action[row] = action[c]
+            nd.chance_prob[row] = chance_prob[c] if ph == CHANCE else 1.0
+            nd.value[row] = utility[c] if player[c] == TERMINAL else values[c]
+            nd.infoset[row] = -1
+            nd.state[row] = state[c]
+            nd.depth[row] = nd.depth[h] + 1
+            nd.seq[row, 0] = -1
+            nd.seq[row, 1] = -1
+            for p in range(2):
+                nd.salt[row, p] = nd.salt[h, p]
+                if key_mode == KEY_INCREMENTAL:
+                    a = np.int64(action[c]) if ph == p else np.int64(-1)
+                    nd.key[row, p] = mix_key(nd.key[h, p], a, obs[c, p])
+                else:
+                    k = obs[c, p] ^ nd.salt[h, p]
+                    if k == EMPTY:
+                        k = EMPTY - _ONE
+                    nd.key[row, p] = k
+            row += 1
+    return OK
+
+
+@njit(cache=True, nogil=True)
+def _commit_kernel(
+    leaves: np.ndarray,
+    firsts: np.ndarray,
+    counts: np.ndarray,
+    uniform_init: bool,
+    nd: NodeArrays,
+    inf: InfosetArrays,
+    sl: SlotArrays,
+    meta: np.ndarray,
+    tkey: np.ndarray,
+    tplayer: np.ndarray,
+    tid: np.ndarray,
+) -> int:
+    """Link appended children into the tree (solver thread; module docstring).
+
+    leaves, firsts, counts: int32[k]. uniform_init: new infosets start uniform instead of on
+    the best child (C.5). tkey, tplayer, tid: the intern table. Returns OK, FULL or MISMATCH
+    (processing stops at the failing leaf, which stays unexpanded and unclaimed).
+    """
+    inf_cap = inf.player.shape[0]
+    slot_cap = sl.strat.shape[0]
+    searcher = meta[M_SEARCHER]
+    for i in range(leaves.shape[0]):
+        h = leaves[i]
+        first = firsts[i]
+        n = counts[i]
+        p = nd.player[h]
+        g = -1
+        if p == 0 or p == 1:
+            k = nd.key[h, p]
+            g = _lookup_kernel(tkey, tplayer, tid, np.int64(p), k)
+            if g < 0:
+                g = int(meta[M_INFOSETS])
+                s0 = int(meta[M_SLOTS])
+                if g >= inf_cap or s0 + n > slot_cap or 2 * (g + 1) > tkey.shape[0]:
+                    for r in range(i, leaves.shape[0]):
+                        nd.claim[leaves[r]] = 0
+                    return FULL
+                _insert_kernel(tkey, tplayer, tid, np.int64(p), k, np.int64(g))
+                inf.player[g] = p
+                inf.slot0[g] = s0
+                inf.n_actions[g] = n
+                inf.parent_seq[g] = nd.seq[h, p]
+                inf.key[g] = k
+                fl = np.uint8(0)
+                if p == searcher and (nd.flags[h] & FROZEN) != 0:
+                    fl = IFROZEN
+                inf.flags[g] = fl
+                inf.reach[g] = 0.0
+                inf.visits[g] = 0
+                inf.first_node[g] = h
+                sign = 1.0 if p == 0 else -1.0
+                best = 0
+                for a in range(n):
+                    v = sign * nd.value[first + a]
+                    s = s0 + a
+                    sl.infoset[s] = g
+                    sl.action[s] = nd.action[first + a]
+                    sl.regret[s] = 0.0
+                    sl.pred[s] = 0.0
+                    sl.cfv[s] = 0.0
+                    sl.q[s] = v
+                    sl.n_visits[s] = 0
+                    sl.q_sum[s] = 0.0
+                    sl.q_sqsum[s] = 0.0
+                    sl.support_since[s] = -1
+                    sl.avg[s] = 0.0
+                    if v > sign * nd.value[first + best]:
+                        best = a
+                for a in range(n):
+                    if uniform_init:
+                        sl.strat[s0 + a] = 1.0 / n
+                    else:
+                        sl.strat[s0 + a] = 1.0 if a == best else 0.0
+                meta[M_INFOSETS] = g + 1
+                meta[M_SLOTS] = s0 + n
+            else:
+                if inf.n_actions[g] != n or inf.parent_seq[g] != nd.seq[h, p]:
+                    for r in range(i, leaves.shape[0]):
+                        nd.claim[leaves[r]] = 0
+                    return MISMATCH
+                s0 = inf.slot0[g]
+                for a in range(n):
+                    if sl.action[s0 + a] != nd.action[first + a]:
+                        for r in range(i, leaves.shape[0]):
+                            nd.claim[leaves[r]] = 0
+                        return MISMATCH
+            nd.infoset[h] = g
+        for a in range(n):
+            c = first + a
+            nd.seq[c, 0] = nd.seq[h, 0]
+            nd.seq[c, 1] = nd.seq[h, 1]
+            if g >= 0:
+                nd.seq[c, p] = inf.slot0[g] + a
+        if n > 0 and nd.depth[first] > meta[M_MAX_DEPTH]:
+            meta[M_MAX_DEPTH] = nd.depth[first]
+        nd.first_child[h] = first
+        nd.num_children[h] = n
+        nd.flags[h] = nd.flags[h] | EXPANDED | NEW
+        nd.claim[h] = 0
+        meta[M_EXPANSIONS] += 1
+    return OK
+
+
+@njit(cache=True, nogil=True)
+def _frontier_kernel(nd: NodeArrays, n_nodes: int, out: np.ndarray) -> int:
+    """Write the unexpanded, unclaimed, non-terminal nodes below n_nodes into out; the count."""
+    k = 0
+    for h in range(n_nodes):
+        if nd.player[h] != TERMINAL and (nd.flags[h] & EXPANDED) == 0 and nd.claim[h] == 0:
+            out[k] = h
+            k += 1
+    return k
+
+
+_SELECT_BATCH = FastKernel(_select_batch_kernel)
+_APPEND = FastKernel(_append_kernel)
+_COMMIT = FastKernel(_commit_kernel)
+
+
+@dataclass(frozen=True, eq=False)
+class Pending:
+    """Appended but not yet committed expansions: leaf, first child row, child count."""
+
+    leaves: np.ndarray
+    firsts: np.ndarray
+    counts: np.ndarray
+
+
+class ArenaFullError(SearchError):
+    """The arena has no room for an expansion (raise only where that is not expected)."""
+
+
+class Expander:
+    """Expands claimed leaves of an arena with a game and an evaluator (module docstring).
+
+    One instance per expander thread: it owns its evaluator and its random state. `alloc_lock`
+    guards the row counter when several expanders share the arena.
+    """
+
+    def __init__(self, arena: Arena, game: SearchGame, evaluator: Evaluator, seed: int,
+                 alloc_lock: threading.Lock | None = None) -> None:
+        self.arena = arena
+        self.game = game
+        self.evaluator = evaluator
+        mixed = ((int(seed) * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF) | 1
+        self.rng = np.array([mixed], dtype=np.uint64)
+        self.alloc_lock = alloc_lock
+        self.full = False
+
+    def select(self, explorer: int, two_sided: bool, puct_c: float, explore_mix: float,
+               util_scale: float) -> int:
+        """One selection walk; the claimed leaf or -1."""
+        a = self.arena
+        return int(_select_kernel(explorer, two_sided, puct_c, explore_mix, util_scale,
+                                  a.nodes, a.infosets, a.slots, a.roots, a.meta, self.rng))
+
+    def select_many(self, count: int, step0: int, searcher: int, two_sided: bool,
+                    puct_c: float, explore_mix: float, util_scale: float) -> np.ndarray:
+        """`count` walks in one kernel call; the claimed leaves."""
+        a = self.arena
+        out = np.empty(max(count, 1), dtype=np.int32)
+        k = _SELECT_BATCH(int(count), int(step0), int(searcher), bool(two_sided),
+                          float(puct_c), float(explore_mix), float(util_scale), a.nodes,
+                          a.infosets, a.slots, a.roots, a.meta, self.rng, out)
+        return out[:k]
+
+    def expand(self, leaves: np.ndarray) -> Pending | None:
+        """Append all children of the claimed `leaves`; None (and unclaim) when out of room."""
+        a = self.arena
+        leaves = np.asarray(leaves, dtype=np.int32)
+        if leaves.size == 0:
+            return Pending(leaves, leaves.copy(), leaves.copy())
+        states = a.nodes.state[leaves].astype(np.int64)
+        batch: ChildBatch = self.game.expand(states)
+        values = np.ascontiguousarray(self.evaluator.children(states, batch), dtype=np.float64)
+        if values.shape != batch.state.shape:
+            raise SearchError(f"evaluator returned {values.shape} values for "
+                              f"{batch.state.shape[0]} children")
+        counts = np.diff(batch.ptr).astype(np.int32)
+        if np.any(counts <= 0):
+            bad = int(states[np.flatnonzero(counts <= 0)[0]])
+            raise SearchError(f"game returned no children for non-terminal state {bad}")
+        total = int(batch.ptr[-1])
+        lock = self.alloc_lock
+        if lock is not None:
+            lock.acquire()
+        try:
+            start = int(a.meta[M_NODES])
+            if start + total > a.capacity.nodes:
+                a.nodes.claim[leaves] = 0
+                self.full = True
+                return None
+            a.meta[M_NODES] = start + total
+        finally:
+            if lock is not None:
+                lock.release()
+        firsts = (start + batch.ptr[:-1]).astype(np.int32)
+        _APPEND(leaves, firsts, np.ascontiguousarray(batch.ptr, dtype=np.int64),
+                np.ascontiguousarray(batch.state, dtype=np.int64),
+                np.ascontiguousarray(batch.action, dtype=np.int32),
+                np.ascontiguousarray(batch.player, dtype=np.int8),
+                np.ascontiguousarray(batch.chance_prob, dtype=np.float64),
+                np.ascontiguousarray(batch.obs, dtype=np.uint64),
+                np.ascontiguousarray(batch.utility, dtype=np.float64), values,
+                int(a.meta[M_KEY_MODE]), a.nodes)
+        return Pending(leaves, firsts, counts)
+
+
+def commit(arena: Arena, pending: Pending, uniform_init: bool) -> int:
+    """Link pending expansions into the tree (solver thread); the kernel's status."""
+    if pending.leaves.size == 0:
+        return OK
+    t = arena.table
+    return int(_COMMIT(pending.leaves, pending.firsts, pending.counts, bool(uniform_init),
+                       arena.nodes, arena.infosets, arena.slots, arena.meta, t.key, t.player,
+                       t.id))
+
+
+def frontier(arena: Arena) -> np.ndarray:
+    """Unexpanded, unclaimed, non-terminal nodes (ascending)."""
+    out = np.empty(arena.n_nodes, dtype=np.int32)
+    k = _frontier_kernel(arena.nodes, arena.n_nodes, out)
+    return out[:k]
+
+
+def expand_fully(expander: Expander, uniform_init: bool, batch: int = 4096) -> int:
+    """Expand every reachable non-terminal leaf (breadth first); the kernel status."""
+    arena = expander.arena
+    while True:
+        todo = frontier(arena)
+        if todo.size == 0:
+            return OK
+        for lo in range(0, todo.size, batch):
+            chunk = todo[lo : lo + batch]
+            arena.nodes.claim[chunk] = 1
+            pending = expander.expand(chunk)
+            if pending is None:
+                return FULL
+            status = commit(arena, pending, uniform_init)
+            if status != OK:
+                return status

@@ -1,0 +1,362 @@
+"""The exploitability study of the search agent (issue 7; docs/search.md): the grid, a
+resumable runner, the tables and the log-log figure.
+
+Every row is one (game, variant, iteration budget): the agent's exact exploitability
+(`caligo.search.exploitability.search_exploitability`) over the variant's seeds. Variants are
+named configurations: Obscuro's defaults with full expansion (purification off / on), the
+subgame kinds (1-KLSS, common knowledge, and the classic safe form: common knowledge with
+best-response alternate values and Maxmargin), the first decision without a previous tree
+(sampled roots, singleton or true opponent infosets), small expansion budgets with the
+perfect-information evaluator, and each ablation switch. Baselines per game and budget: uniform
+play, full-game PCFR+ (last iterate and average) at the same iteration count and at the same
+work (node visits), and nested 1-KLSS from the uniform blueprint (exact LP).
+
+Results are appended to a JSON-lines file as they finish, and a run skips rows already there,
+so a long grid can be interrupted and resumed.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from caligo.core.games import load_game
+from caligo.core.strategy import uniform_strategy
+from caligo.search.config import (
+    AlternateValues,
+    CarryOver,
+    Expansion,
+    FirstDecision,
+    GadgetMode,
+    Iterate,
+    Iterations,
+    Purification,
+    ResolvePrior,
+    RootInfosets,
+    SearchConfig,
+    SubgameKind,
+)
+from caligo.search.exploitability import (
+    EvaluatorKind,
+    exploitability_of,
+    make_evaluator,
+    nested_klss_exploitability,
+    pcfr_exploitability,
+    search_exploitability,
+)
+
+log = logging.getLogger(__name__)
+
+GAMES = (
+    "kuhn_poker",
+    "leduc_poker",
+    "liars_dice(dice_sides=3)",
+    "goofspiel(num_cards=4,imp_info=True,points_order=ascending)",
+    "dark_hex(gameversion=adh,num_rows=2,num_cols=2)",
+)
+BUDGETS = (10, 30, 100, 300, 1000, 3000, 10000)
+SHORT_BUDGETS = (10, 100, 1000)
+ABLATION_BUDGETS = (100, 1000)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A named configuration of the agent for the study."""
+
+    label: str
+    overrides: dict[str, Any]
+    evaluator: EvaluatorKind = EvaluatorKind.ZERO
+    seeds: int = 1
+    budgets: tuple[int, ...] = BUDGETS
+    note: str = ""
+
+    def config(self, budget: int) -> SearchConfig:
+        base: dict[str, Any] = {"budget": Iterations(budget), "expansion": Expansion.FULL,
+                                "purification": Purification.NONE}
+        base.update(self.overrides)
+        return SearchConfig(**base)
+
+
+def _gt(expansions: int, **kw: Any) -> dict[str, Any]:
+    return {"expansion": Expansion.ONE_SIDED, "expansions": expansions, **kw}
+
+
+VARIANTS: tuple[Variant, ...] = (
+    Variant("obscuro", {}, note="2-KLUSS, blend gadget, C.2 values and gifts, last iterate"),
+    Variant("obscuro+purify", {"purification": Purification.STABLE_TOP3}),
+    Variant("klss", {"subgame": SubgameKind.KLSS}, note="ablation 2: 1-KLSS freezing"),
+    Variant("common_knowledge", {"subgame": SubgameKind.COMMON_KNOWLEDGE}),
+    Variant("ck_safe", {"subgame": SubgameKind.COMMON_KNOWLEDGE,
+                        "alternate_values": AlternateValues.BEST_RESPONSE, "gifts": False,
+                        "gadget": GadgetMode.MAXMARGIN},
+            note="classic safe nested subgame solving"),
+    Variant("sampled_first", {"first_decision": FirstDecision.SAMPLED},
+            EvaluatorKind.PERFECT_INFO,
+            note="Fig. 9 with no previous tree: singleton opponent infosets, v_alt = v~(s)"),
+    Variant("sampled_first+true", {"first_decision": FirstDecision.SAMPLED,
+                                   "root_infosets": RootInfosets.TRUE},
+            EvaluatorKind.PERFECT_INFO),
+    Variant("gtcfr32", _gt(32), EvaluatorKind.PERFECT_INFO, 3,
+            note="one-sided GT-CFR, 32 expansions, perfect-information leaves"),
+    Variant("gtcfr128", _gt(128), EvaluatorKind.PERFECT_INFO, 3),
+    Variant("gtcfr128+purify", _gt(128, purification=Purification.STABLE_TOP3),
+            EvaluatorKind.PERFECT_INFO, 3),
+    Variant("gtcfr128+true", _gt(128, root_infosets=RootInfosets.TRUE),
+            EvaluatorKind.PERFECT_INFO, 3,
+            note="sampled roots get the game's true opponent infosets"),
+    Variant("gtcfr128+ck_safe", _gt(128, subgame=SubgameKind.COMMON_KNOWLEDGE,
+                                    alternate_values=AlternateValues.BEST_RESPONSE, gifts=False,
+                                    gadget=GadgetMode.MAXMARGIN), EvaluatorKind.PERFECT_INFO, 3),
+    # ablations (seed 001 section 4.1 and the rest of SearchConfig), on GT-CFR with 128
+    # expansions where expansion matters, else on full expansion
+    Variant("abl:two_sided", _gt(128, expansion=Expansion.TWO_SIDED), EvaluatorKind.PERFECT_INFO,
+            3, ABLATION_BUDGETS),
+    Variant("abl:uniform_prior", {"resolve_prior": ResolvePrior.UNIFORM},
+            budgets=ABLATION_BUDGETS),
+    Variant("abl:average", {"iterate": Iterate.AVERAGE}, budgets=ABLATION_BUDGETS),
+    Variant("abl:carry_regrets", {"carry_over": CarryOver.PROFILE_AND_REGRETS},
+            budgets=ABLATION_BUDGETS),
+    Variant("abl:maxmargin", {"gadget": GadgetMode.MAXMARGIN}, budgets=ABLATION_BUDGETS),
+    Variant("abl:resolve", {"gadget": GadgetMode.RESOLVE}, budgets=ABLATION_BUDGETS),
+    Variant("abl:no_gifts", {"gifts": False}, budgets=ABLATION_BUDGETS),
+    Variant("abl:br_values", {"alternate_values": AlternateValues.BEST_RESPONSE},
+            budgets=ABLATION_BUDGETS),
+)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One finished cell of the grid."""
+
+    game: str
+    label: str
+    budget: int
+    kind: str  # "agent" or a baseline name
+    nashconv_half: float
+    ci95: float = 0.0
+    seat0: float = float("nan")
+    seat1: float = float("nan")
+    mixture: float = float("nan")
+    seeds: int = 1
+    searches: int = 0
+    node_visits: int = 0
+    seconds: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.game, self.label, self.budget)
+
+
+def load_rows(path: Path) -> list[Row]:
+    """Rows already in a JSON-lines results file (none if it does not exist), one per cell."""
+    if not path.exists():
+        return []
+    rows: dict[tuple[str, str, int], Row] = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            row = Row(**json.loads(line))
+            rows.setdefault(row.key, row)  # a cell run twice keeps its first result
+    return list(rows.values())
+
+
+def _append(path: Path, row: Row) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        f.write(json.dumps(dataclasses.asdict(row)) + "\n")
+
+
+def agent_row(game: str, variant: Variant, budget: int) -> Row:
+    """Run one agent cell."""
+    tree = load_game(game)
+    ev = make_evaluator(tree, variant.evaluator)
+    t0 = time.perf_counter()
+    rep = search_exploitability(tree, variant.config(budget), ev, list(range(variant.seeds)))
+    return Row(game=game, label=variant.label, budget=budget, kind="agent",
+               nashconv_half=rep.mean.nashconv_half, ci95=rep.ci95, seat0=rep.mean.seat0,
+               seat1=rep.mean.seat1, mixture=rep.mixture.nashconv_half, seeds=variant.seeds,
+               searches=sum(r.searches for r in rep.runs),
+               node_visits=sum(r.node_visits for r in rep.runs) // max(len(rep.runs), 1),
+               seconds=time.perf_counter() - t0)
+
+
+def baseline_rows(game: str, budgets: Iterable[int], equal_work: dict[int, int]) -> list[Row]:
+    """Uniform, PCFR+ (last, average) at each budget and at equal work, nested 1-KLSS."""
+    tree = load_game(game)
+    rows = []
+    u = exploitability_of(tree, uniform_strategy(tree))
+    for b in budgets:
+        rows.append(Row(game, "uniform", b, "uniform", u.nashconv_half, seat0=u.seat0,
+                        seat1=u.seat1))
+        last, avg = pcfr_exploitability(tree, b)
+        rows.append(Row(game, "pcfr+_last", b, "pcfr", last.nashconv_half, seat0=last.seat0,
+                        seat1=last.seat1))
+        rows.append(Row(game, "pcfr+_avg", b, "pcfr", avg.nashconv_half, seat0=avg.seat0,
+                        seat1=avg.seat1))
+        if b in equal_work:
+            it = max(1, equal_work[b] // max(tree.num_nodes, 1))
+            last, avg = pcfr_exploitability(tree, it)
+            rows.append(Row(game, "pcfr+_equal_work", b, "pcfr", min(last.nashconv_half,
+                                                                     avg.nashconv_half),
+                            seat0=avg.seat0, seat1=avg.seat1, extra={"iterations": it}))
+    return rows
+
+
+def run_study(
+    out: Path,
+    games: Iterable[str] = GAMES,
+    variants: Iterable[Variant] = VARIANTS,
+    short: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> list[Row]:
+    """Run every missing cell, appending to out/study.jsonl; return all rows."""
+    path = out / "study.jsonl"
+    done = {r.key for r in load_rows(path)}
+    for game in games:
+        for v in variants:
+            budgets = [b for b in v.budgets if not short or b in SHORT_BUDGETS]
+            for b in budgets:
+                if (game, v.label, b) in done:
+                    continue
+                row = agent_row(game, v, b)
+                _append(path, row)
+                done.add(row.key)
+                if progress is not None:
+                    progress(f"{game} {v.label} T={b}: {row.nashconv_half:.5g} "
+                             f"({row.seconds:.1f} s)")
+        if (game, "nested_1klss", 0) not in done:
+            t0 = time.perf_counter()
+            e = nested_klss_exploitability(load_game(game))
+            row = Row(game, "nested_1klss", 0, "nested", e.nashconv_half, seat0=e.seat0,
+                      seat1=e.seat1, seconds=time.perf_counter() - t0)
+            _append(path, row)
+            done.add(row.key)
+        work = {r.budget: r.node_visits for r in load_rows(path)
+                if r.game == game and r.label == "obscuro"}
+        base_budgets = BUDGETS if not short else SHORT_BUDGETS
+        if (game, "uniform", base_budgets[-1]) not in done:
+            for row in baseline_rows(game, base_budgets, work):
+                if row.key not in done:
+                    _append(path, row)
+                    done.add(row.key)
+    return load_rows(path)
+
+
+def write_tables(rows: list[Row], out: Path) -> list[Path]:
+    """study.csv (every row), study.json (grouped by game and label), study.md (tables)."""
+    out.mkdir(parents=True, exist_ok=True)
+    csv_path = out / "study.csv"
+    fields = ["game", "label", "budget", "kind", "nashconv_half", "ci95", "seat0", "seat1",
+              "mixture", "seeds", "searches", "node_visits", "seconds"]
+    with csv_path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(fields)
+        for r in sorted(rows, key=lambda r: (r.game, r.label, r.budget)):
+            w.writerow([getattr(r, k) for k in fields])
+    grouped: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for r in rows:
+        grouped.setdefault(r.game, {}).setdefault(r.label, []).append(
+            {"budget": r.budget, "nashconv_half": r.nashconv_half, "ci95": r.ci95,
+             "seat0": r.seat0, "seat1": r.seat1, "mixture": r.mixture})
+    for g in grouped.values():
+        for lst in g.values():
+            lst.sort(key=lambda d: d["budget"])
+    json_path = out / "study.json"
+    json_path.write_text(json.dumps(grouped, indent=1, sort_keys=True))
+    md_path = out / "study.md"
+    md_path.write_text(markdown(rows))
+    return [csv_path, json_path, md_path]
+
+
+PLOTTED = ("obscuro", "obscuro+purify", "klss", "common_knowledge", "ck_safe", "sampled_first",
+           "gtcfr128", "gtcfr128+purify", "pcfr+_last", "pcfr+_avg")
+
+
+def plot(rows: list[Row], path: Path) -> Path:
+    """The log-log figure: NashConv / 2 against the iteration budget, one panel per game."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    games = [g for g in GAMES if any(r.game == g for r in rows)]
+    ncol = 3
+    nrow = (len(games) + 1 + ncol - 1) // ncol  # one more panel for the legend
+    fig, axes = plt.subplots(nrow, ncol, figsize=(4.3 * ncol, 3.6 * nrow), squeeze=False)
+    flat = [ax for row in axes for ax in row]
+    handles: dict[str, object] = {}
+    for ax, game in zip(flat, games, strict=False):
+        for label in PLOTTED:
+            pts = sorted((r.budget, r.nashconv_half) for r in rows
+                         if r.game == game and r.label == label and r.budget > 0)
+            if not pts:
+                continue
+            xs, ys = zip(*pts, strict=True)
+            style = "--" if label.startswith("pcfr") else "-"
+            (line,) = ax.plot(xs, [max(y, 1e-6) for y in ys], style, marker="o", ms=3,
+                              label=label)
+            handles.setdefault(label, line)
+        for label, ls in (("uniform", ":"), ("nested_1klss", "-.")):
+            vals = [r.nashconv_half for r in rows if r.game == game and r.label == label]
+            if vals:
+                line = ax.axhline(max(vals[0], 1e-6), ls=ls, color="gray", lw=1, label=label)
+                handles.setdefault(label, line)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(game, fontsize=8)
+        ax.set_xlabel("iterations per search", fontsize=8)
+        ax.set_ylabel("NashConv / 2 (exact)", fontsize=8)
+        ax.grid(True, which="both", alpha=0.3)
+    for ax in flat[len(games):]:
+        ax.axis("off")
+    legend_ax = flat[len(games)] if len(games) < len(flat) else flat[-1]
+    legend_ax.legend(list(handles.values()), list(handles), fontsize=8, loc="center",
+                     title="full expansion unless gtcfr*; values below 1e-6 drawn at 1e-6",
+                     title_fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def markdown(rows: list[Row]) -> str:
+    """Per game, a table of NashConv / 2 by variant (rows) and budget (columns)."""
+    out = []
+    games = [g for g in GAMES if any(r.game == g for r in rows)]
+    order = [v.label for v in VARIANTS] + ["pcfr+_last", "pcfr+_avg", "pcfr+_equal_work",
+                                           "uniform", "nested_1klss"]
+    for game in games:
+        mine = [r for r in rows if r.game == game]
+        budgets = sorted({r.budget for r in mine if r.budget > 0})
+        out.append(f"**{game}** (NashConv / 2, exact; ± is the 95% interval over seeds)\n")
+        out.append("| variant | " + " | ".join(str(b) for b in budgets) + " |")
+        out.append("|---|" + "---|" * len(budgets))
+        for label in order:
+            cells = {r.budget: r for r in mine if r.label == label}
+            if not cells:
+                continue
+            if label == "nested_1klss":
+                r0 = next(iter(cells.values()))
+                out.append(f"| {label} (any budget) | " + " | ".join(
+                    f"{r0.nashconv_half:.3g}" for _ in budgets) + " |")
+                continue
+            row = []
+            for b in budgets:
+                r = cells.get(b)
+                if r is None:
+                    row.append("")
+                elif r.seeds > 1 and r.ci95 > 0:
+                    row.append(f"{r.nashconv_half:.3g} ± {r.ci95:.2g}")
+                else:
+                    row.append(f"{r.nashconv_half:.3g}")
+            out.append(f"| {label} | " + " | ".join(row) + " |")
+        out.append("")
+    return "\n".join(out)

@@ -1,0 +1,89 @@
+"""`SearchConfig` validation and the `caligo search` command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from caligo.cli import main
+from caligo.errors import CaligoError
+from caligo.search.config import (
+    Expansion,
+    Iterations,
+    Schedule,
+    SearchConfig,
+    SearchConfigError,
+    Seconds,
+)
+
+
+@pytest.mark.parametrize("kw", [
+    {"budget": 5},
+    {"budget": Iterations(10), "expansions": None},
+    {"expansions": -1},
+    {"puct_c": -1.0},
+    {"explore_mix": 1.5},
+    {"solver_tail": 1.0},
+    {"max_support": 0},
+    {"max_roots": 0},
+    {"expansion": "full"},
+    {"budget": Seconds(1.0)},  # deterministic schedule needs iterations
+    {"gifts": 1},
+])
+def test_bad_configs_raise(kw: dict[str, object]) -> None:
+    with pytest.raises(SearchConfigError):
+        SearchConfig(**kw)  # type: ignore[arg-type]
+
+
+def test_budget_types_validate_and_errors_are_caligo_errors() -> None:
+    with pytest.raises(SearchConfigError):
+        Iterations(0)
+    with pytest.raises(SearchConfigError):
+        Seconds(float("nan"))
+    assert issubclass(SearchConfigError, CaligoError)
+    ok = SearchConfig(budget=Seconds(0.5), schedule=Schedule.THREADED, expansions=None)
+    assert ok.expansion is Expansion.ONE_SIDED
+
+
+def test_cli_exploitability_writes_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                        ) -> None:
+    out = tmp_path / "k.json"
+    rc = main(["search", "exploitability", "kuhn_poker", "--budget", "10,30",
+               "--subgame", "klss", "--json", str(out), "--csv", str(tmp_path / "k.csv")])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "nashconv/2" in text
+    data = json.loads(out.read_text())
+    assert [r["budget"] for r in data["rows"]] == [10, 30]
+    assert data["config"]["subgame"] == "klss"
+    assert all(0.0 <= r["nashconv_half"] <= 11 / 24 + 1e-9 for r in data["rows"])
+
+
+@pytest.mark.parametrize("argv", [
+    ["search", "exploitability", "not_a_game"],
+    ["search", "exploitability", "kuhn_poker", "--budget", "ten"],
+    ["search", "exploitability", "kuhn_poker", "--seeds", "0"],
+])
+def test_cli_bad_input_is_a_clear_error(argv: list[str],
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    assert "caligo: error:" in capsys.readouterr().err
+
+
+def test_cli_study_short_resumes(tmp_path: Path) -> None:
+    args = ["search", "study", "--out", str(tmp_path), "--games", "kuhn_poker", "--short",
+            "--variants", "klss"]
+    assert main(args) == 0
+    first = (tmp_path / "study.jsonl").read_text().splitlines()
+    assert main(args) == 0  # nothing left to run: the file does not grow
+    assert (tmp_path / "study.jsonl").read_text().splitlines() == first
+    assert (tmp_path / "study.png").stat().st_size > 0
+
+
+def test_cli_run_prints_a_search(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["search", "run", "kuhn_poker", "--seat", "1", "--budget", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "policy" in out and "gadget" in out and "nodes" in out
+    assert main(["search", "run", "kuhn_poker", "--infoset", "nope"]) == 2

@@ -1,0 +1,122 @@
+"""PCFR+ on the arena (seed 001 Figs. 10-11) against the core's PCFR+ and the pure-Python
+reference; and the arena's infosets against the compiled tree's.
+
+Expected values come from `caligo.core.cfr.CFRSolver(CFRConfig.pcfr_plus())` (tested against
+OpenSpiel's solvers in tests/core), from `caligo.search.reference` (Figs. 10-11 written as
+recursion over dicts) and from `caligo.core.tree.build_tree` (the tree's own infosets).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from caligo.core.cfr import CFRConfig, CFRSolver
+from caligo.core.games import load_game
+from caligo.core.random_games import random_game
+from caligo.core.strategy import normalize_per_infoset, uniform_strategy
+from caligo.core.tree import GameTree, build_tree
+from caligo.search.arena import check_invariants
+from caligo.search.config import InitialStrategy, Iterate
+from caligo.search.export import arena_to_gametree, strategy_on_tree
+from caligo.search.reference import reference_iteration
+from tests.search.conftest import belief_at, full_search, gtcfr_search, rng
+
+GAMES = ["kuhn_poker", "leduc_poker", "liars_dice(dice_sides=3)",
+         "dark_hex(gameversion=adh,num_rows=2,num_cols=2)"]
+
+
+def _trees() -> list[GameTree]:
+    return [load_game(g) for g in GAMES] + [build_tree(random_game(s, max_depth=5))
+                                            for s in range(4)]
+
+
+@pytest.mark.parametrize("tree", _trees(), ids=lambda t: t.name[:30])
+def test_full_expansion_has_the_trees_infosets(tree: GameTree) -> None:
+    """Exported arena == compiled tree: same nodes, and the same partition of the nodes into
+    each player's infosets (decision and knowledge), so no infoset is merged or split."""
+    eng = full_search(tree, 0)
+    check_invariants(eng.arena)
+    ex = arena_to_gametree(eng.arena)
+    assert ex.num_nodes == tree.num_nodes and ex.num_infosets == tree.num_infosets
+    np.testing.assert_array_equal(ex.player, tree.player)
+    np.testing.assert_array_equal(ex.action, tree.action)
+    for a, b in [(ex.infoset, tree.infoset), (ex.kinfo[:, 0], tree.kinfo[:, 0]),
+                 (ex.kinfo[:, 1], tree.kinfo[:, 1])]:
+        pairs = set(zip(a.tolist(), b.tolist(), strict=True))
+        assert len(pairs) == len(set(a.tolist())) == len(set(b.tolist()))  # a bijection
+
+
+# Dark hex is left out here: at iteration 1 one of its infosets has a regret that is exactly 0
+# in the core's summation order and 1e-16 in ours, and regret matching+ is discontinuous there
+# (uniform vs. pure), so the two runs part at a rounding tie, not at a difference in the method.
+@pytest.mark.parametrize("tree", [t for t in _trees() if not t.name.startswith("dark_hex")],
+                         ids=lambda t: t.name[:30])
+def test_arena_follows_core_pcfr_plus(tree: GameTree) -> None:
+    """From the same first iterate, iterate t of the arena is the core's PCFR+ iterate t
+    (to rounding: the two sum counterfactual values in different orders)."""
+    eng = full_search(tree, 0, initial_strategy=InitialStrategy.UNIFORM)
+    core = CFRSolver(tree, CFRConfig.pcfr_plus())
+    u = uniform_strategy(tree)
+    for t in (1, 2, 5, 20, 60):
+        n = t - eng.arena.iteration
+        eng.iterate(n)
+        core.iterate(n)
+        got = strategy_on_tree(eng.arena, tree, u)
+        np.testing.assert_allclose(got, core.current_strategy(), atol=1e-9, rtol=0)
+
+
+def test_average_iterate_matches_core_average() -> None:
+    """The sequence-form average behind Iterate.AVERAGE equals the core's uniform average."""
+    tree = load_game("kuhn_poker")
+    eng = full_search(tree, 0, initial_strategy=InitialStrategy.UNIFORM,
+                      iterate=Iterate.AVERAGE)
+    core = CFRSolver(tree, CFRConfig.pcfr_plus())
+    eng.iterate(300)
+    core.iterate(300)
+    avg = normalize_per_infoset(tree, strategy_on_tree(eng.arena, tree, uniform_strategy(tree),
+                                                       eng.arena.slots.avg))
+    np.testing.assert_allclose(avg, core.average_strategy(), atol=1e-10)
+
+
+@pytest.mark.parametrize("game", ["leduc_poker", "liars_dice(dice_sides=3)"])
+def test_kernel_matches_reference_on_a_grown_tree_with_gadget(game: str) -> None:
+    """On a partially expanded KLUSS subgame (gadget root, leaves with heuristic values), one
+    kernel iteration equals one reference iteration (Figs. 10-11 read literally)."""
+    tree = load_game(game)
+    eng = gtcfr_search(tree, 40, 60)
+    g0 = int(tree.infosets_of(0)[0])
+    bel, key = belief_at(tree, g0)
+    eng.reroot(bel, key, rng())
+    eng.ensure_infoset(key)
+    from caligo.search.expand import Expander
+
+    ex = Expander(eng.arena, eng.game, eng.evaluator, 3)
+    for step in range(25):
+        a, b = eng.arena.copy(), eng.arena.copy()
+        eng.arena = a
+        eng.iterate(1)
+        reference_iteration(b)
+        for name in ("regret", "pred", "strat", "q"):
+            np.testing.assert_allclose(getattr(a.slots, name)[: a.n_slots],
+                                       getattr(b.slots, name)[: b.n_slots], atol=1e-12,
+                                       err_msg=f"{name} at step {step}")
+        # support counters can part at exact-zero ties (summation order), so compare them
+        # only where both strategies are clearly in or out of the support
+        sa, sb = a.slots.strat[: a.n_slots], b.slots.strat[: b.n_slots]
+        clear = (np.minimum(sa, sb) > 1e-9) | (np.maximum(sa, sb) == 0.0)
+        np.testing.assert_array_equal(a.slots.support_since[: a.n_slots][clear],
+                                      b.slots.support_since[: b.n_slots][clear])
+        for name in ("w", "mm_strat", "res_strat"):
+            np.testing.assert_allclose(getattr(a.roots, name)[: a.n_j],
+                                       getattr(b.roots, name)[: b.n_j], atol=1e-12)
+        np.testing.assert_array_equal(a.infosets.flags[: a.n_infosets],
+                                      b.infosets.flags[: b.n_infosets])
+        np.testing.assert_array_equal(a.nodes.flags[: a.n_nodes], b.nodes.flags[: b.n_nodes])
+        ex.arena = a
+        leaves = eng._walks(ex, 2, step)
+        if leaves.size:
+            p = ex.expand(leaves)
+            assert p is not None
+            eng._commit(p)
+        check_invariants(a)
