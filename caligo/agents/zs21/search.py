@@ -39,6 +39,7 @@ from the last one), leaf expansions, deepening iterations.
 from __future__ import annotations
 
 import copy
+import logging
 import math
 import time
 from dataclasses import dataclass
@@ -64,12 +65,15 @@ from caligo.agents.zs21.subgame import (
 )
 from caligo.agents.zs21.trunk_lp import RootLayer
 from caligo.core.game import CHANCE, TERMINAL
+from caligo.core.lp import LPError
 from caligo.search import construct as C
 from caligo.search import expand as X
 from caligo.search.arena import EXPANDED, M_MAX_DEPTH, Arena, Capacity
 from caligo.search.game import Belief, Evaluator, SearchGame
 
 __all__ = ["LoopStats", "ZS21Search"]
+
+log = logging.getLogger(__name__)
 
 _NO_LIMIT = 1 << 30  # a depth no trunk reaches
 MAX_CHILDREN = 512  # the most children a state may have (`caligo.fow.movegen.MAX_MOVES`)
@@ -131,8 +135,12 @@ class ZS21Search:
 
     def reroot(self, belief: Belief, cur_key: int, rng: np.random.Generator) -> SubgameInfo:
         """The subgame at our infoset `cur_key` from the trunk (`subgame.make_subgame`)."""
-        if not self.solved:
-            self._solve()  # the trunk's (x̂, ŷ): a fresh start node has none yet
+        if not self.solved:  # the trunk's (x̂, ŷ): a fresh start node has none yet
+            try:
+                self._solve()
+            except LPError as exc:  # keep the last solution (the loop stopped on this)
+                log.warning("zs21: LP failed before re-rooting (%s); using the last solution",
+                            exc)
         new = self._spare if self._spare is not None else Arena(self.arena.capacity)
         info, layer = make_subgame(self.arena, self.layer, new, self.game, belief,
                                    self.evaluator, int(cur_key), self.config, rng,
@@ -269,7 +277,15 @@ class ZS21Search:
         depth_limit = 0
         value = math.nan
         while True:
-            sol = self._solve()
+            try:
+                sol = self._solve()
+            except LPError as exc:
+                if solves == 0:
+                    raise
+                # HiGHS gave up on the grown trunk: play the last exact solution
+                log.warning("zs21: LP failed on a trunk of %d nodes (%s); keeping the last "
+                            "solution", self.arena.n_nodes, exc)
+                break
             solves += 1
             lp_s += sol.seconds
             last_lp = sol.seconds

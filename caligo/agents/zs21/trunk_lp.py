@@ -36,11 +36,13 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
+from scipy.optimize import linprog
 
 from caligo.agents.zs21.config import Gadget
 from caligo.core.game import CHANCE, TERMINAL
-from caligo.core.lp import TieBreak, solve_player
-from caligo.core.sequence_form import SequenceForm
+from caligo.core.lp import PRIMAL_TOL, LPError, TieBreak, solve_player
+from caligo.core.sequence_form import SequenceForm, sequence_form
+from caligo.core.strategy import behavioral_from_realization, uniform_strategy
 from caligo.core.tree import GameTree
 from caligo.search.arena import EXPANDED, FROZEN, Arena
 from caligo.search.intern import splitmix64
@@ -48,6 +50,8 @@ from caligo.search.intern import splitmix64
 __all__ = ["LPSolution", "RootLayer", "TrunkGame", "canonical_weights", "export", "solve"]
 
 EXIT, PLAY = 0, 1
+_HIGHS = {"primal_feasibility_tolerance": PRIMAL_TOL, "dual_feasibility_tolerance": 1e-10,
+          "presolve": True}  # caligo.core.lp's settings
 
 
 @dataclass(frozen=True, eq=False)
@@ -365,12 +369,50 @@ def _canonical_direction(trunk: TrunkGame, arena: Arena, player: int) -> _Direct
     return _Direction(w)
 
 
+def _solve_with_duals(tree: GameTree, extra: sp.csr_matrix, me: int) -> tuple[np.ndarray, float]:
+    """Our max-min LP (`caligo.core.lp.solve_player`'s formulation) in one HiGHS dual-simplex
+    call; the opponent's min-max realization plan is the LP's dual: the multipliers of the rows
+    F^T q - A^T x <= 0, one per opponent sequence (sequence-form LP duality, seed 004 E).
+    Returns (a strategy over the tree's slots with both players' parts, our value in player 0's
+    utility)."""
+    sf = sequence_form(tree)
+    A = (sf.A + extra).tocsr()
+    if me == 0:
+        M, (C, c), (Dm, d), sign = A.T, (sf.E, sf.e), (sf.F, sf.f), 1.0
+    else:
+        M, (C, c), (Dm, d), sign = -A, (sf.F, sf.f), (sf.E, sf.e), -1.0
+    nx, nq = C.shape[1], Dm.shape[0]
+    cost = np.concatenate([np.zeros(nx), -d])
+    A_ub = sp.hstack([-M, Dm.T]).tocsr()
+    A_eq = sp.hstack([C, sp.csr_matrix((C.shape[0], nq))]).tocsr()
+    bounds = [(0.0, None)] * nx + [(None, None)] * nq
+    res = linprog(cost, A_ub=A_ub, b_ub=np.zeros(A_ub.shape[0]), A_eq=A_eq, b_eq=c,
+                  bounds=bounds, method="highs-ds", options=_HIGHS)
+    if res.status != 0:
+        raise LPError(f"sequence-form LP of the ZS21 trunk ({tree.num_nodes} nodes): "
+                      f"{res.message}")
+    x = np.maximum(res.x[:nx], 0.0)
+    y = np.maximum(-np.asarray(res.ineqlin.marginals), 0.0)
+    out = behavioral_from_realization(tree, x, me, into=uniform_strategy(tree))
+    out = behavioral_from_realization(tree, y, 1 - me, into=out)
+    return out, sign * float(-res.fun)
+
+
 def solve(trunk: TrunkGame, arena: Arena, tie_break: TieBreak = TieBreak.SIMPLEX,
           canonical: bool = False) -> LPSolution:
-    """Both players' exact LP strategies of the exported trunk (ours maximizes our value)."""
+    """Both players' exact LP strategies of the exported trunk (ours maximizes our value).
+
+    Default: one LP, the opponent's strategy from its duals. With another `tie_break` or
+    `canonical`, `caligo.core.lp.solve_player` for each player (the tie-break picks our vertex).
+    """
     t0 = time.perf_counter()
     me = trunk.searcher
     tree = trunk.tree
+    if tie_break is TieBreak.SIMPLEX and not canonical:
+        strategy, v0 = _solve_with_duals(tree, trunk.extra, me)
+        value = v0 if me == 0 else -v0
+        return LPSolution(strategy=strategy, value=float(value),
+                          seconds=time.perf_counter() - t0)
     if canonical:
         r_me = solve_player(tree, me, extra=trunk.extra, tie_break=TieBreak.RANDOM,
                             rng=_canonical_direction(trunk, arena, me))  # type: ignore[arg-type]
