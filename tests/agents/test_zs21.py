@@ -19,6 +19,7 @@ Where expected values come from:
 
 from __future__ import annotations
 
+import logging
 import math
 import subprocess
 import sys
@@ -537,6 +538,11 @@ def test_two_hundred_games_against_random_without_a_forfeit() -> None:
     sessions = _play("zs21:evaluator=stockfish", n, "10+0.2", first_seed=1000)
     wins = sum(1 for i, s in enumerate(sessions) if s.end is not None
                and s.end.winner is not None and int(s.end.winner) == (1000 + i) % 2)
+    reasons = Counter(s.end.reason.value for s in sessions if s.end is not None)
+    plies = [len(s.plies) for s in sessions]
+    logging.getLogger(__name__).info(
+        "zs21 vs random: %d games, %d won by zs21, endings %s, plies mean %.1f max %d",
+        n, wins, dict(reasons), sum(plies) / n, max(plies))
     assert len(sessions) == n and wins >= n // 2
 
 

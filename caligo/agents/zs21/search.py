@@ -59,6 +59,7 @@ from caligo.agents.zs21.subgame import (
     SubgameInfo,
     TranspositionKeys,
     information_term,
+    infoset_value,
     make_subgame,
     search_config,
     transposition_keys,
@@ -386,10 +387,7 @@ class ZS21Search:
         n = a.n_nodes
         mine = prof.alive & (a.nodes.player[:n] == self.searcher) & (
             a.nodes.key[:n, self.searcher] == np.uint64(cur_key))
-        w = (prof.c * prof.y)[mine]
-        if w.sum() <= 0.0:
-            return math.nan
-        return float(np.dot(w, prof.v[mine]) / w.sum())
+        return infoset_value(prof, np.flatnonzero(mine))
 
     def snapshot(self) -> ZS21Search:
         """An independent copy (for walking a game's infosets)."""

@@ -50,7 +50,6 @@ import numpy as np
 
 from caligo.agents.zs21.config import Gadget, Penalty, ZS21Config
 from caligo.agents.zs21.trunk_lp import RootLayer
-from caligo.core.game import TERMINAL
 from caligo.core.lp import REACH_TOL
 from caligo.core.tree import GameTree
 from caligo.search import construct as C
@@ -64,12 +63,13 @@ from caligo.search.config import (
     SearchConfig,
     SubgameKind,
 )
-from caligo.search.game import Belief, Evaluator, KeyMode, SearchGame, TreeGame
+from caligo.search.game import Belief, Evaluator, SearchGame, TreeGame
 
 __all__ = [
     "SubgameInfo",
     "TranspositionKeys",
     "information_term",
+    "infoset_value",
     "make_subgame",
     "search_config",
     "transposition_keys",
@@ -160,6 +160,15 @@ def _gadget_terms(old: Arena, layer: RootLayer, seqv: np.ndarray) -> np.ndarray:
     return np.maximum(b, 0.0)
 
 
+def infoset_value(prof: C.Profile, nodes: np.ndarray) -> float:
+    """Our value of a set of our nodes under a profile: u(x, y | I) = sum c y v / sum c y (our
+    reach is the same at every node of an infoset); nan when the opponent never reaches it."""
+    w = (prof.c * prof.y)[nodes]
+    if w.sum() <= 0.0:
+        return math.nan
+    return float(np.dot(w, prof.v[nodes]) / w.sum())
+
+
 def make_subgame(
     old: Arena,
     layer: RootLayer,
@@ -176,7 +185,6 @@ def make_subgame(
     """Build the subgame at our infoset `cur_key` into `new` (module docstring)."""
     searcher = old.searcher
     opp = 1 - searcher
-    sign = 1.0 if searcher == 0 else -1.0
     n = old.n_nodes
     nd, inf, sl = old.nodes, old.infosets, old.slots
     strat = old.slots.strat[: old.n_slots].copy()
@@ -190,8 +198,9 @@ def make_subgame(
     if i_nodes.size and not np.any(x[i_nodes] > REACH_TOL):
         x = x.copy()  # a forced move took us off our own support: weigh I' as if we played
         x[i_nodes] = 1.0
-    w_i = (c * y)[i_nodes]
-    u_hat = float(np.dot(w_i, v[i_nodes]) / w_i.sum()) if w_i.sum() > 0.0 else math.inf
+    u_hat = infoset_value(prof, i_nodes)
+    if math.isnan(u_hat):
+        u_hat = math.inf
 
     # 2. root infosets J, in order of their first node in I'; roots = top nodes of I' ∪ J
     jk = nd.key[i_nodes, opp]
@@ -289,20 +298,10 @@ def make_subgame(
             np.zeros(0, dtype=np.uint64))
         picks = np.asarray(belief.sample(need, exclude, rng), dtype=np.int64)
         particles = int(picks.size)
-        if picks.size:
-            info = game.describe(picks)
-            vals = np.asarray(evaluator.states(picks), dtype=np.float64)
-            vals = np.where(info.player == TERMINAL, info.utility, vals)
-            skeys = game.state_key(picks)
-            cumulative = game.key_mode is KeyMode.CUMULATIVE
-            for i, s in enumerate(picks.tolist()):
-                salt = C.singleton_salt(int(skeys[i]))
-                key = int(np.uint64(info.obs[i, opp]) ^ np.uint64(salt)) if cumulative else salt
-                grp = C._Group(key=key, alt=min(sign * float(vals[i]), u_hat), gift=0.0,
-                               sigma=1.0, P=0.0, salt_opp=salt if cumulative else 0)
-                C._push(grp, s, int(info.player[i]), float(vals[i]), info.obs[i], 1.0, True)
-                groups.append(grp)
-                q_all.append(np.ones(1))
+        if picks.size:  # singleton opponent infosets, threshold min(û, ũ(h)) (Fig. 9's too)
+            C._add_sampled(groups, picks, game, belief, evaluator, cur_key,
+                           search_config(config), u_hat, searcher, nd)
+            q_all.extend(np.ones(1) for _ in range(particles))
 
     # 6. the new arena
     build = C._materialize(old, new, groups, strat, game, search_config(config), searcher,
