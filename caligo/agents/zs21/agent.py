@@ -90,6 +90,43 @@ def _usable(seconds: float) -> float:
     return max(0.85 * seconds - 0.02, 0.01)
 
 
+_WARM: list[bool] = []
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) every kernel a decision uses, before a clock runs.
+
+    A first decision without numba's cache compiles for 15 to 40 s, which would lose a timed
+    game on move one; building the agent is not timed (the web server and `caligo engine` build
+    it at start-up), so the first agent of a process does it: a few tiny searches as Black with
+    the built-in evaluator (0.5 s once the cache is written).
+    """
+    from caligo.fow.game import Game
+    from caligo.fow.observation import observe
+
+    game = FowSearchGame()
+    search = ZS21Search(game, FowEvaluator(game, SimpleEvaluator()),
+                        ZS21Config(particles=8, max_nodes=2000), 1)
+    search.start(0)
+    belief = FowBelief(game, 1)
+    truth = Game()
+    key = start_key(int(game.describe(np.array([0])).obs[0, 1]), KeyMode.INCREMENTAL)
+    for uci in ("e2e4", "e7e5", "d2d4"):
+        truth.push_uci(uci)
+        obs = observe(truth.position, 1)
+        own = truth.moves[-1] if truth.ply % 2 == 0 else None
+        belief.update(obs, own)
+        key = int(mix_key(np.uint64(key), np.int64(-1 if own is None else own),
+                          np.uint64(observation_key(obs))))
+        if truth.ply % 2 == 1:
+            search.decide(belief, key, np.random.default_rng(0),
+                          ZS21Budget(seconds=None, expansions=6), 0)
+    states = search.arena.nodes.state[:2].astype(np.int64)
+    game.forcing(states, states, search.arena.nodes.action[:2])
+    compact_arena(game, search.arena)
+    _WARM.append(True)
+
+
 class ZS21Agent(AgentBase):
     """The ZS21 agent for FoW chess (module docstring)."""
 
@@ -109,6 +146,8 @@ class ZS21Agent(AgentBase):
         self.key = 0
         self.ply = 0
         self.last_info: dict[str, Any] = {}
+        if not _WARM:
+            warm_up()
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ZS21Agent:
