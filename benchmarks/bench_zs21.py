@@ -5,11 +5,12 @@ Measured in one run:
 
 - FoW chess, Stockfish leaves, 1 s a move (the agent's own budget of 0.85 s - 20 ms): the agent
   plays White and Black against uniformly random moves, from fixed seeds, for up to 20 of its
-  moves a game (4 games; 1 game of 8 moves with --short). Per move: trunk nodes, deepening
-  iterations, leaf expansions, LP solves, depth, |P|; overall LP solves per second of LP time,
-  leaf expansions per second and the LP's share of the time. Issue 9 asks for "LP solves per
-  second, trunk nodes per move at 1 s"; seed 000 gives no figure to compare with (ZS21 ran on 6
-  cores, appendix D).
+  moves a game (4 games, `--games N`; 1 game of 8 moves with --short); `--penalty` picks the
+  information term's form, to see how often each ends a move in Resolve. Per move: trunk
+  nodes, deepening iterations, leaf expansions, LP solves, depth, |P|; overall LP solves per
+  second of LP time, leaf expansions per second and the LP's share of the time. Issue 9 asks
+  for "LP solves per second, trunk nodes per move at 1 s"; seed 000 gives no figure to compare
+  with (ZS21 ran on 6 cores, appendix D).
 - Leduc, the same nested 1-KLSS subgames solved two ways (the tests check they give the same
   strategies): ZS21 on its arena (export to the sequence form, HiGHS) against
   `caligo.subgame.nested` (`make_subgame` builds each gadget as a `GameTree`, HiGHS). Seconds per
@@ -30,15 +31,16 @@ from typing import Any
 from caligo.cli.cmd_bench import bench_parser, short_run
 
 
-def _fow(games: int, moves: int, seconds: float) -> list[dict[str, Any]]:
+def _fow(games: int, moves: int, seconds: float, penalty: str) -> list[dict[str, Any]]:
     """Decision.info of the agent's moves in games against random moves."""
     from caligo.agents.base import Clock, TcKind, TimeControl
+    from caligo.agents.zs21 import Penalty, ZS21Config
     from caligo.agents.zs21.agent import EvaluatorChoice, ZS21Agent
     from caligo.fow.game import Game
     from caligo.fow.observation import observe
     from caligo.fow.position import STARTING_FEN
 
-    agent = ZS21Agent(evaluator=EvaluatorChoice.STOCKFISH)
+    agent = ZS21Agent(ZS21Config(penalty=Penalty(penalty)), EvaluatorChoice.STOCKFISH)
     clock = Clock(TcKind.MOVETIME, movetime_ms=round(seconds * 1000))
     infos: list[dict[str, Any]] = []
     try:
@@ -91,10 +93,15 @@ def _leduc(short: bool) -> tuple[float, float, int, int]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; print the figures and the machine-readable last line."""
     p = bench_parser("zs21", __doc__)
+    p.add_argument("--penalty", default="text", choices=["text", "algorithm", "off"],
+                   help="the information term's form (docs/zs21.md)")
+    p.add_argument("--games", type=int, default=None, help="FoW games (default 4, 1 short)")
     args = p.parse_args(list(argv or []))
     short = short_run(args)
     games, moves = (1, 8) if short else (4, 20)
-    infos = _fow(games, moves, 1.0)
+    if args.games is not None:
+        games = max(int(args.games), 1)
+    infos = _fow(games, moves, 1.0, args.penalty)
     lp_s = sum(i["lp_seconds"] for i in infos)
     solves = sum(i["lp_solves"] for i in infos)
     elapsed = sum(i["elapsed"] for i in infos)
