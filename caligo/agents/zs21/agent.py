@@ -26,6 +26,7 @@ seed=N, particles=L, penalty=text|algorithm|off, max_nodes=N, max_positions=N).
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 import math
 from collections.abc import Mapping, Sequence
@@ -90,9 +91,7 @@ def _usable(seconds: float) -> float:
     return max(0.85 * seconds - 0.02, 0.01)
 
 
-_WARM: list[bool] = []
-
-
+@functools.cache
 def warm_up() -> None:
     """Compile (or load from numba's cache) every kernel a decision uses, before a clock runs.
 
@@ -124,7 +123,6 @@ def warm_up() -> None:
     states = search.arena.nodes.state[:2].astype(np.int64)
     game.forcing(states, states, search.arena.nodes.action[:2])
     compact_arena(game, search.arena)
-    _WARM.append(True)
 
 
 class ZS21Agent(AgentBase):
@@ -146,8 +144,7 @@ class ZS21Agent(AgentBase):
         self.key = 0
         self.ply = 0
         self.last_info: dict[str, Any] = {}
-        if not _WARM:
-            warm_up()
+        warm_up()  # once per process
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ZS21Agent:
