@@ -3,7 +3,7 @@ against `caligo.subgame`'s on Leduc.
 
 Measured in one run:
 
-- FoW chess, Stockfish leaves, 1 s a move (the agent's own budget of 0.85 s - 20 ms): the agent
+- FoW chess, Stockfish leaves, 1 s a move (the agent's own budget: 0.77 s): the agent
   plays White and Black against uniformly random moves, from fixed seeds, for up to 20 of its
   moves a game (4 games, `--games N`; 1 game of 8 moves with --short); `--penalty` picks the
   information term's form, to see how often each ends a move in Resolve. Per move: trunk

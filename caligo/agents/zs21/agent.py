@@ -12,11 +12,11 @@ our infoset, and reports diagnostics in `Decision.info`.
 Budget from the clock (`Clock`):
 
     iterations N      a deterministic budget of N leaf expansions
-    move time T       0.85 T - 20 ms
+    move time T       0.8 T - 30 ms
     clock R + I       min(R / 30 + 0.75 I, 0.2 R), then as a move time
     none              the config's budget (default 1 s)
 
-and never more than 0.85 (0.8 of the referee's deadline) - 20 ms, whatever the budget. The
+and never more than 0.8 (0.8 of the referee's deadline) - 30 ms, whatever the budget. The
 belief update is not part of it (it happens in `observe`).
 
 Registered as `zs21` (options: budget=mt=1|iters=N|none, evaluator=auto|stockfish|simple,
@@ -88,7 +88,7 @@ def budget_for(clock: Clock | None, default: ZS21Budget) -> ZS21Budget:
 
 def _usable(seconds: float) -> float:
     """The part of a move's time the search may spend (the rest is overhead and margin)."""
-    return max(0.85 * seconds - 0.02, 0.01)
+    return max(0.8 * seconds - 0.03, 0.01)
 
 
 @functools.cache
@@ -265,6 +265,8 @@ class ZS21Agent(AgentBase):
             "gadget": res.gadget.value, "switches": res.switches,
             "gadget_value": round(res.value, 6) if math.isfinite(res.value) else None,
             "penalty_max": float(np.abs(res.penalty).max()) if res.penalty.size else 0.0,
+            "construct_s": round(res.construct_seconds, 4),
+            "expand_s": round(res.expand_seconds, 4),
             "budget_s": budget.seconds, "elapsed": round(res.seconds, 4),
         }
         self.last_info = info

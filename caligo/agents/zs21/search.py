@@ -33,7 +33,8 @@ with x = 1 and y = the opponent's weight on J):
 Within an iteration the chosen leaves are expanded shallowest first (our infoset's roots before
 all others), in batches (`ZS21Config.expand_batch`) of one game call and one evaluator call,
 and the budget is checked between batches: time (keeping room for the final solve, estimated
-from the last one), leaf expansions, deepening iterations.
+from the last one; near the deadline the batches shrink so that one cannot overrun it), leaf
+expansions, deepening iterations.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ log = logging.getLogger(__name__)
 
 _NO_LIMIT = 1 << 30  # a depth no trunk reaches
 MAX_CHILDREN = 512  # the most children a state may have (`caligo.fow.movegen.MAX_MOVES`)
-_LP_GROWTH = 1.5  # headroom on the last solve's time when reserving time for the final one
+_LP_RESERVE = 2.5  # the final solve's time reserve, in last solves (a switch solves twice)
 
 
 @dataclass(frozen=True)
@@ -275,8 +276,16 @@ class ZS21Search:
         lp_s = exp_s = 0.0
         last_lp = 0.0
         lp_nodes = 1
+        leaf_s = 0.0  # a leaf expansion's time, smoothed
         depth_limit = 0
         value = math.nan
+
+        def reserve() -> float:
+            """Time to keep for the final solve: the last one's, grown with the trunk (an LP
+            costs more than linearly), times room for a Maxmargin/Resolve switch's second."""
+            grow = max(self.arena.n_nodes, 1) / lp_nodes
+            return _LP_RESERVE * last_lp * grow**1.5
+
         while True:
             try:
                 sol = self._solve()
@@ -306,7 +315,7 @@ class ZS21Search:
                 break
             if budget.expansions is not None and expansions >= budget.expansions:
                 break
-            if deadline is not None and time.perf_counter() + _LP_GROWTH * last_lp >= deadline:
+            if deadline is not None and time.perf_counter() + reserve() >= deadline:
                 break
             iterations += 1
             t0 = time.perf_counter()
@@ -320,18 +329,24 @@ class ZS21Search:
             if budget.expansions is not None:
                 todo = todo[: budget.expansions - expansions]
             done = 0
-            step = self.config.expand_batch
-            for lo in range(0, todo.size, step):
-                if self.arena.n_nodes >= self.max_nodes:
-                    break
+            lo = 0
+            while lo < todo.size and self.arena.n_nodes < self.max_nodes:
+                step = self.config.expand_batch
                 if deadline is not None:
-                    grown = _LP_GROWTH * last_lp * max(self.arena.n_nodes, 1) / lp_nodes
-                    if time.perf_counter() + grown >= deadline:
+                    left = deadline - time.perf_counter() - reserve()
+                    if left <= 0.0:
                         break
+                    # batches small enough that the last one cannot overrun the deadline
+                    step = max(1, min(step, int(left / (2.0 * leaf_s)))) if leaf_s else min(
+                        step, 4)
+                b0 = time.perf_counter()
                 k = self._expand(todo[lo : lo + step], seed * 1_000_003 + expansions + done)
                 if k < 0:
                     break
+                per = (time.perf_counter() - b0) / max(k, 1)
+                leaf_s = per if leaf_s == 0.0 else 0.7 * leaf_s + 0.3 * per
                 done += k
+                lo += k
             exp_s += time.perf_counter() - t0
             expansions += done
             if done == 0:
