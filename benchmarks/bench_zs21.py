@@ -11,13 +11,16 @@ Measured in one run:
   second of LP time, leaf expansions per second and the LP's share of the time. Issue 9 asks
   for "LP solves per second, trunk nodes per move at 1 s"; seed 000 gives no figure to compare
   with (ZS21 ran on 6 cores, appendix D).
+- The trunk LP: one HiGHS call reading the opponent's plan from the duals (what ZS21 runs)
+  against `caligo.core.lp.solve_player` once per player, on the same FoW trunk (White's first
+  move after 1,000 leaf expansions with the built-in evaluator; 300 with --short).
 - Leduc, the same nested 1-KLSS subgames solved two ways (the tests check they give the same
   strategies): ZS21 on its arena (export to the sequence form, HiGHS) against
   `caligo.subgame.nested` (`make_subgame` builds each gadget as a `GameTree`, HiGHS). Seconds per
   subgame solve of each, and the ratio (caligo.subgame / ZS21).
 
 Last line: `zs21 lp_solves_per_s=A trunk_nodes_1s=N expansions_per_s=E depth_1s=D
-belief_1s=P leduc_subgame_ratio=R`.
+belief_1s=P lp_vs_two_solves=Q leduc_subgame_ratio=R`.
 """
 
 from __future__ import annotations
@@ -65,6 +68,38 @@ def _fow(games: int, moves: int, seconds: float, penalty: str) -> list[dict[str,
     finally:
         agent.close()
     return infos
+
+
+def _lp(expansions: int) -> tuple[int, float, float]:
+    """(trunk nodes, one LP with the opponent from its duals, `solve_player` for each player):
+    seconds, best of three, on the trunk of White's first move after `expansions` expansions
+    with the built-in evaluator."""
+    import numpy as np
+
+    from caligo.agents.fow_search import FowBelief, FowEvaluator, FowSearchGame
+    from caligo.agents.zs21 import ZS21Budget, ZS21Config, ZS21Search, trunk_lp
+    from caligo.core.lp import solve_player
+    from caligo.fow.evaluate import SimpleEvaluator
+    from caligo.search.construct import start_key
+    from caligo.search.game import KeyMode
+
+    game = FowSearchGame()
+    s = ZS21Search(game, FowEvaluator(game, SimpleEvaluator()), ZS21Config(), 0)
+    s.start(0)
+    key = start_key(int(game.describe(np.array([0])).obs[0, 0]), KeyMode.INCREMENTAL)
+    s.decide(FowBelief(game, 0), key, np.random.default_rng(0),
+             ZS21Budget(seconds=None, expansions=expansions), 0)
+    tr = trunk_lp.export(s.arena, s.layer, 0, s.penalty)
+    ours = ref = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        trunk_lp.solve(tr, s.arena)
+        t1 = time.perf_counter()
+        solve_player(tr.tree, 0, extra=tr.extra)
+        solve_player(tr.tree, 1, extra=tr.extra)
+        t2 = time.perf_counter()
+        ours, ref = min(ours, t1 - t0), min(ref, t2 - t1)
+    return tr.tree.num_nodes, ours, ref
 
 
 def _leduc(short: bool) -> tuple[float, float, int, int]:
@@ -120,6 +155,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"        LP solves/s of LP time {solves / lp_s:.1f}; LP share of the move "
           f"{lp_s / elapsed:.0%}; leaf expansions/s {exps / elapsed:.0f}; Resolve at the end of "
           f"{resolve:.0%} of the moves")
+    nodes, lp1, lp2 = _lp(300 if short else 1000)
+    print(f"lp      {nodes}-node trunk: one LP + duals {lp1 * 1e3:.1f} ms, solve_player for each "
+          f"player {lp2 * 1e3:.1f} ms, ratio {lp2 / lp1:.2f}")
     ours, ref, n_ours, n_ref = _leduc(short)
     game = "kuhn" if short else "leduc"
     print(f"{game:8s}ZS21 arena {ours * 1e3:.1f} ms per decision ({n_ours} decisions); "
@@ -127,5 +165,6 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{ref / ours:.2f}")
     print(f"zs21 lp_solves_per_s={solves / lp_s:.1f} trunk_nodes_1s={mean('trunk_nodes'):.0f} "
           f"expansions_per_s={exps / elapsed:.0f} depth_1s={mean('depth'):.1f} "
-          f"belief_1s={mean('belief_size'):.0f} leduc_subgame_ratio={ref / ours:.2f}")
+          f"belief_1s={mean('belief_size'):.0f} lp_vs_two_solves={lp2 / lp1:.2f} "
+          f"leduc_subgame_ratio={ref / ours:.2f}")
     return 0
