@@ -137,12 +137,8 @@ class ZS21Search:
 
     def reroot(self, belief: Belief, cur_key: int, rng: np.random.Generator) -> SubgameInfo:
         """The subgame at our infoset `cur_key` from the trunk (`subgame.make_subgame`)."""
-        if not self.solved:  # the trunk's (x̂, ŷ): a fresh start node has none yet
-            try:
-                self._solve()
-            except LPError as exc:  # keep the last solution (the loop stopped on this)
-                log.warning("zs21: LP failed before re-rooting (%s); using the last solution",
-                            exc)
+        # The trunk's slots hold (x̂, ŷ): the loop ends on a solve, or, when HiGHS was stopped,
+        # on the last one that finished (the newest nodes keep their initial strategies).
         new = self._spare if self._spare is not None else Arena(self.arena.capacity)
         info, layer = make_subgame(self.arena, self.layer, new, self.game, belief,
                                    self.evaluator, int(cur_key), self.config, rng,
@@ -190,9 +186,11 @@ class ZS21Search:
             self._expand(leaves.astype(np.int32), 0)
 
     # solving --------------------------------------------------------------------------------
-    def _solve(self) -> trunk_lp.LPSolution:
+    def _solve(self, deadline: float | None = None) -> trunk_lp.LPSolution:
         trunk = trunk_lp.export(self.arena, self.layer, self.searcher, self.penalty)
-        sol = trunk_lp.solve(trunk, self.arena, self.config.tie_break, self.config.canonical)
+        limit = None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
+        sol = trunk_lp.solve(trunk, self.arena, self.config.tie_break, self.config.canonical,
+                             limit)
         trunk_lp.write_back(trunk, self.arena, sol)
         self.solved = True
         return sol
@@ -287,29 +285,32 @@ class ZS21Search:
             return _LP_RESERVE * last_lp * grow**1.5
 
         while True:
+            t_lp = time.perf_counter()
             try:
-                sol = self._solve()
-            except LPError as exc:
-                if solves == 0:
-                    raise
-                # HiGHS gave up on the grown trunk: play the last exact solution
-                log.warning("zs21: LP failed on a trunk of %d nodes (%s); keeping the last "
-                            "solution", self.arena.n_nodes, exc)
-                break
-            solves += 1
-            lp_s += sol.seconds
-            last_lp = sol.seconds
-            lp_nodes = max(self.arena.n_nodes, 1)
-            kind = self.layer.kind
-            if kind is Gadget.MAXMARGIN and sol.value < -tol:
-                self._switch(Gadget.RESOLVE)
-            elif kind is Gadget.RESOLVE and sol.value >= -tol:
-                self._switch(Gadget.MAXMARGIN)
-            if self.layer.kind is not kind:
-                switches += 1
-                sol = self._solve()
+                sol = self._solve(deadline)
                 solves += 1
-                lp_s += sol.seconds
+                last_lp = sol.seconds
+                lp_nodes = max(self.arena.n_nodes, 1)
+                kind = self.layer.kind
+                if kind is Gadget.MAXMARGIN and sol.value < -tol:
+                    self._switch(Gadget.RESOLVE)
+                elif kind is Gadget.RESOLVE and sol.value >= -tol:
+                    self._switch(Gadget.MAXMARGIN)
+                if self.layer.kind is not kind:
+                    switches += 1
+                    sol = self._solve(deadline)
+                    solves += 1
+            except LPError as exc:
+                # out of time inside HiGHS, or HiGHS gave up on the grown trunk: the slots keep
+                # the last solution (our infoset's strategy is from the last solve that ended,
+                # or carried from the previous trunk)
+                lp_s += time.perf_counter() - t_lp
+                late = deadline is not None and time.perf_counter() >= deadline - 2e-3
+                (log.info if late else log.warning)(
+                    "zs21: LP on a trunk of %d nodes stopped (%s); playing the last solution",
+                    self.arena.n_nodes, exc)
+                break
+            lp_s += time.perf_counter() - t_lp
             value = sol.value
             if budget.iterations is not None and iterations >= budget.iterations:
                 break

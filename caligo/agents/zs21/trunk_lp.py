@@ -369,7 +369,8 @@ def _canonical_direction(trunk: TrunkGame, arena: Arena, player: int) -> _Direct
     return _Direction(w)
 
 
-def _solve_with_duals(tree: GameTree, extra: sp.csr_matrix, me: int) -> tuple[np.ndarray, float]:
+def _solve_with_duals(tree: GameTree, extra: sp.csr_matrix, me: int,
+                      time_limit: float | None = None) -> tuple[np.ndarray, float]:
     """Our max-min LP (`caligo.core.lp.solve_player`'s formulation) in one HiGHS dual-simplex
     call; the opponent's min-max realization plan is the LP's dual: the multipliers of the rows
     F^T q - A^T x <= 0, one per opponent sequence (sequence-form LP duality, seed 004 E).
@@ -386,8 +387,9 @@ def _solve_with_duals(tree: GameTree, extra: sp.csr_matrix, me: int) -> tuple[np
     A_ub = sp.hstack([-M, Dm.T]).tocsr()
     A_eq = sp.hstack([C, sp.csr_matrix((C.shape[0], nq))]).tocsr()
     bounds = [(0.0, None)] * nx + [(None, None)] * nq
+    options = dict(_HIGHS) if time_limit is None else {**_HIGHS, "time_limit": time_limit}
     res = linprog(cost, A_ub=A_ub, b_ub=np.zeros(A_ub.shape[0]), A_eq=A_eq, b_eq=c,
-                  bounds=bounds, method="highs-ds", options=_HIGHS)
+                  bounds=bounds, method="highs-ds", options=options)
     if res.status != 0:
         raise LPError(f"sequence-form LP of the ZS21 trunk ({tree.num_nodes} nodes): "
                       f"{res.message}")
@@ -399,17 +401,18 @@ def _solve_with_duals(tree: GameTree, extra: sp.csr_matrix, me: int) -> tuple[np
 
 
 def solve(trunk: TrunkGame, arena: Arena, tie_break: TieBreak = TieBreak.SIMPLEX,
-          canonical: bool = False) -> LPSolution:
+          canonical: bool = False, time_limit: float | None = None) -> LPSolution:
     """Both players' exact LP strategies of the exported trunk (ours maximizes our value).
 
-    Default: one LP, the opponent's strategy from its duals. With another `tie_break` or
-    `canonical`, `caligo.core.lp.solve_player` for each player (the tie-break picks our vertex).
+    Default: one LP, the opponent's strategy from its duals; `time_limit` (seconds) stops
+    HiGHS, and the solve then fails with `LPError`. With another `tie_break` or `canonical`,
+    `caligo.core.lp.solve_player` for each player (the tie-break picks our vertex).
     """
     t0 = time.perf_counter()
     me = trunk.searcher
     tree = trunk.tree
     if tie_break is TieBreak.SIMPLEX and not canonical:
-        strategy, v0 = _solve_with_duals(tree, trunk.extra, me)
+        strategy, v0 = _solve_with_duals(tree, trunk.extra, me, time_limit)
         value = v0 if me == 0 else -v0
         return LPSolution(strategy=strategy, value=float(value),
                           seconds=time.perf_counter() - t0)
