@@ -44,7 +44,7 @@ from caligo.agents.zs21 import (
     ZS21Search,
     trunk_lp,
 )
-from caligo.agents.zs21.agent import ZS21Agent, budget_for
+from caligo.agents.zs21.agent import EvaluatorChoice, ZS21Agent, budget_for
 from caligo.agents.zs21.subgame import information_term
 from caligo.agents.zs21.tree import (
     FULL_TRUNK,
@@ -473,6 +473,34 @@ def test_budget_from_the_clock() -> None:
     assert budget_for(Clock(), default) == default
     iters = budget_for(Clock(TcKind.ITERATIONS, iterations=10, deadline_ms=10_000), default)
     assert iters.expansions == 10 and iters.seconds == pytest.approx(0.8 * 8 - 0.03)
+
+
+def test_time_past_the_budget_is_taken_off_the_next_budgets() -> None:
+    """A move that ran past its search budget (here by a 0.6 s stall after the search) makes
+    the next budget shorter by what it overran (what the agent learns of its own overheads)."""
+    import time
+
+    from caligo.fow.position import STARTING_FEN
+
+    agent = ZS21Agent(ZS21Config(), EvaluatorChoice.SIMPLE)
+    agent.new_game(0, STARTING_FEN, TimeControl.parse("mt=1"), 0)
+    search = agent.search
+    assert search is not None
+    real = search.decide
+
+    def slow(*args: object, **kw: object) -> object:
+        out = real(*args, **kw)  # type: ignore[arg-type]
+        time.sleep(0.6)
+        return out
+
+    search.decide = slow  # type: ignore[method-assign]
+    clock = Clock(TcKind.MOVETIME, movetime_ms=1000)
+    first = agent.act(Game().legal_moves(), clock).info["budget_s"]
+    search.decide = real  # type: ignore[method-assign]
+    second = agent.act(Game().legal_moves(), clock).info["budget_s"]
+    assert first == pytest.approx(0.8 - 0.03)
+    assert 0.2 < first - second <= 0.6 + 1e-9
+    agent.close()
 
 
 def test_registry_builds_zs21_and_rejects_bad_options() -> None:

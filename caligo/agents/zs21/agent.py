@@ -16,8 +16,11 @@ Budget from the clock (`Clock`):
     clock R + I       min(R / 30 + 0.75 I, 0.2 R), then as a move time
     none              the config's budget (default 1 s)
 
-and never more than 0.8 (0.8 of the referee's deadline) - 30 ms, whatever the budget. The
-belief update is not part of it (it happens in `observe`).
+and never more than 0.8 (0.8 of the referee's deadline) - 30 ms, whatever the budget. From a
+time budget the agent subtracts what its earlier moves spent past theirs (a decaying maximum,
+Stockfish's "move overhead" learnt on the fly): the construction (particles, about 200 Stockfish
+calls), the final LP and a loaded machine's stalls. The belief update is not part of the move
+(it happens in `observe`).
 
 Registered as `zs21` (options: budget=mt=1|iters=N|none, evaluator=auto|stockfish|simple,
 seed=N, particles=L, penalty=text|algorithm|off, max_nodes=N, max_positions=N).
@@ -29,6 +32,7 @@ import enum
 import functools
 import logging
 import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -143,6 +147,7 @@ class ZS21Agent(AgentBase):
         self.search: ZS21Search | None = None
         self.key = 0
         self.ply = 0
+        self.overhead = 0.0  # seconds a move spends past its search budget, decaying maximum
         self.last_info: dict[str, Any] = {}
         warm_up()  # once per process
 
@@ -237,7 +242,11 @@ class ZS21Agent(AgentBase):
         """Search within the clock's budget and sample the move (module docstring)."""
         search, belief, game = self.search, self.belief, self.game
         assert search is not None and belief is not None and game is not None, "act before new_game"
+        t_act = time.perf_counter()
         budget = budget_for(clock, self.config.budget)
+        if budget.seconds is not None:  # what earlier moves spent past their budget
+            budget = replace(budget, seconds=max(budget.seconds - self.overhead,
+                                                 0.25 * budget.seconds))
         seed = decision_seed(search.config.seed, self.ply, self.key)
         rng = np.random.default_rng(seed)
         res = search.decide(belief, self.key, rng, budget, seed)
@@ -270,6 +279,9 @@ class ZS21Agent(AgentBase):
             "budget_s": budget.seconds, "elapsed": round(res.seconds, 4),
         }
         self.last_info = info
+        if budget.seconds is not None:
+            spent = time.perf_counter() - t_act
+            self.overhead = max(0.8 * self.overhead, spent - budget.seconds)
         if game.size > 4 * search.arena.n_nodes + 200_000:
             compact_arena(game, search.arena)  # the store only needs the trunk's positions
         return Decision(move, policy=policy, value=value, info=info)
