@@ -306,7 +306,7 @@ class ZS21Search:
                 # or carried from the previous trunk)
                 lp_s += time.perf_counter() - t_lp
                 late = deadline is not None and time.perf_counter() >= deadline - 2e-3
-                (log.info if late else log.warning)(
+                (log.debug if late else log.warning)(
                     "zs21: LP on a trunk of %d nodes stopped (%s); playing the last solution",
                     self.arena.n_nodes, exc)
                 break
