@@ -42,6 +42,9 @@ def test_create_and_option_errors() -> None:
 @pytest.fixture
 def scratch_registry() -> Iterator[None]:
     saved = dict(registry._REGISTRY)
+    for name in list(registry._REGISTRY):  # only the built-in random agent: the test adds
+        if name != "random":  # the stronger ones itself
+            del registry._REGISTRY[name]
     yield
     registry._REGISTRY.clear()
     registry._REGISTRY.update(saved)

@@ -1,0 +1,535 @@
+"""Fog of War chess as the search sees it: `FowSearchGame`, `FowBelief` and `FowEvaluator`.
+
+`caligo.search` is game-agnostic and must not import `caligo.fow` (DESIGN.md layering); this
+module is the glue (design/SEARCH.md sections 2, 4.2 and 4.9).
+
+`FowSearchGame` implements `caligo.search.game.SearchGame` over a flat position store: a
+uint64 array of rows of `POS_WORDS` (16) words, growing by chunks and never holding a Python
+object per node. A search *state* is a row index. `expand(states)` runs one numba call over the
+whole batch: for every parent, `caligo.fow.expand._expand_kernel` writes its children straight
+into fresh rows of the store together with both players' observation keys and the terminal
+verdicts (king capture: +-1; no FoW move at all: the draw, 0), so no Python runs per child. The
+keys are `KeyMode.INCREMENTAL`: a child's key is the hash of what the player observes there
+(`caligo.fow.expand.observation_key`), and the search folds it into the observation-sequence
+key together with the player's own action. `state_key` is the Zobrist key
+(`caligo.fow.position.zobrist_key`), so transpositions share it; `true_infoset_states` is None
+(the rules cannot list an infoset; the belief set is the player's own).
+
+`FowBelief` is the search's `BeliefTracker` over `caligo.fow.BeliefSet` (the exact set P of
+positions consistent with the player's observations; seed 001 section 3). Its memory cap is
+`BeliefConfig.max_positions`; past it P is a uniform subsample and `exact` says so. Because the
+search's tracker receives only the observation's key, the caller first hands it the
+`Observation` (`expect`), or passes the `Observation` itself to `update`. `sample` draws
+uniformly without replacement from P minus the states already in the tree (by Zobrist key), as
+seed 001 Fig. 9 line 11 and seed 000 Algorithm 15 line 16 ask; weights are 1 (no chance in FoW).
+
+`FowEvaluator` is the search's `Evaluator` over a `caligo.fow` leaf evaluator
+(`SimpleEvaluator`, `StockfishPool`): White's (player 0's) values in [-1, 1], one
+`children(parent, children, moves)` call per expanded leaf (one MultiPV call for Stockfish),
+the whole batch in one call for the built-in evaluator. `StockfishPool` gives every calling
+thread its own engine process, so one pool serves all expander threads.
+
+Thread safety: expander threads may call `expand` concurrently. Rows are reserved and written
+under one lock (the store may be reallocated while it is held); readers take the store
+reference after they know their row ids, and rows are never rewritten, so they read a
+consistent copy without the lock. `compact(keep)` renumbers the store between searches; callers
+remap their state ids with its result (`compact_arena` does it for a search arena).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import numpy as np
+from numba import njit
+
+from caligo.errors import CaligoError
+from caligo.fow.belief import BeliefConfig, BeliefSet
+from caligo.fow.bitboard import U0, lsb, popcount
+from caligo.fow.evaluate import LeafEvaluator, SimpleEvaluator
+from caligo.fow.expand import _expand_kernel, _obs_hash, _terminal_kind, observation_key
+from caligo.fow.movegen import MAX_MOVES, count_moves
+from caligo.fow.observation import O_VISIBLE, OBS_WORDS, Observation, _observe_kernel
+from caligo.fow.position import (
+    KIND_PROMOTION,
+    KING,
+    POS_WORDS,
+    STARTING_FEN,
+    W_STM,
+    from_fen,
+    square_attacked,
+    zobrist_key,
+)
+from caligo.search.arena import Arena
+from caligo.search.config import SearchError
+from caligo.search.game import TERMINAL, ChildBatch, KeyMode, StateInfo
+
+__all__ = [
+    "FowBelief",
+    "FowEvaluator",
+    "FowSearchError",
+    "FowSearchGame",
+    "compact_arena",
+    "evaluator_factory",
+]
+
+I64 = np.ndarray
+
+CHUNK_ROWS = 1 << 16
+"""The store grows by at least this many rows (8 MB) at a time."""
+
+_STATUS_OVER = -1  # a parent with a captured king was asked for children
+
+
+class FowSearchError(SearchError, CaligoError):
+    """Bad input to the FoW search adapters (a state id, an observation, a position)."""
+
+
+# --- kernels ---------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _count_kernel(store: np.ndarray, parents: np.ndarray, counts: np.ndarray) -> int:
+    """Write the number of FoW moves of each parent into counts; return the total, or -1 if a
+    parent has a captured king (the game ended there).
+
+    store uint64 (rows, 16); parents int64 (k,); counts int64 (k,).
+    """
+    total = 0
+    for i in range(parents.shape[0]):
+        pos = store[parents[i]]
+        if pos[KING] == U0 or pos[6 + KING] == U0:
+            return _STATUS_OVER
+        n = count_moves(pos)
+        counts[i] = n
+        total += n
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _expand_states_kernel(
+    store: np.ndarray,
+    parents: np.ndarray,
+    row0: int,
+    ptr: np.ndarray,
+    child: np.ndarray,
+    action: np.ndarray,
+    player: np.ndarray,
+    obs: np.ndarray,
+    utility: np.ndarray,
+) -> int:
+    """Expand every parent into consecutive store rows from row0; return the child count.
+
+    store uint64 (rows, 16), rows >= row0 + total children; parents int64 (k,) (rows below
+    row0). Outputs (n = total children): ptr int64 (k+1,) CSR offsets; child int64 (n,) the
+    child rows; action int32 (n,) the moves; player int8 (n,) side to move or TERMINAL;
+    obs uint64 (n, 2) White's and Black's observation keys; utility float64 (n,) White's value
+    at terminal children (0 elsewhere). Returns -1 (`_STATUS_OVER`) if a parent has a captured
+    king or its children do not fit the rows the count pass reserved.
+    """
+    moves = np.empty(MAX_MOVES, dtype=np.uint16)
+    keys = np.empty((MAX_MOVES, 2), dtype=np.uint64)
+    term = np.empty(MAX_MOVES, dtype=np.int8)
+    vals = np.empty(MAX_MOVES, dtype=np.float64)
+    cnt = np.empty(1, dtype=np.int64)
+    cap = store.shape[0]
+    j = 0
+    ptr[0] = 0
+    for i in range(parents.shape[0]):
+        lo = row0 + j
+        hi = min(lo + MAX_MOVES, cap)
+        status = _expand_kernel(store[parents[i]], store[lo:hi], moves, keys, term, vals, cnt)
+        if status != 0:
+            return _STATUS_OVER
+        n = int(cnt[0])
+        for c in range(n):
+            r = j + c
+            child[r] = lo + c
+            action[r] = moves[c]
+            player[r] = TERMINAL if term[c] != 0 else np.int8(store[lo + c, W_STM])
+            obs[r, 0] = keys[c, 0]
+            obs[r, 1] = keys[c, 1]
+            utility[r] = vals[c]
+        j += n
+        ptr[i + 1] = j
+    return j
+
+
+@njit(cache=True, nogil=True)
+def _describe_kernel(
+    store: np.ndarray, states: np.ndarray, player: np.ndarray, utility: np.ndarray,
+    obs: np.ndarray,
+) -> int:
+    """Acting player (side to move or TERMINAL), White's terminal utility and both observation
+    keys of each state; returns 0.
+
+    store uint64 (rows, 16); states int64 (k,); player int8 (k,); utility float64 (k,);
+    obs uint64 (k, 2).
+    """
+    o = np.empty(OBS_WORDS, dtype=np.uint64)
+    for i in range(states.shape[0]):
+        pos = store[states[i]]
+        stm = int(pos[W_STM])
+        _observe_kernel(pos, 0, o)
+        obs[i, 0] = _obs_hash(o)
+        vis = o[O_VISIBLE]
+        _observe_kernel(pos, 1, o)
+        obs[i, 1] = _obs_hash(o)
+        if stm == 1:
+            vis = o[O_VISIBLE]
+        kind = _terminal_kind(pos, vis)
+        utility[i] = 0.0
+        if kind == 0:
+            player[i] = stm
+        else:
+            player[i] = TERMINAL
+            if kind == 1:
+                utility[i] = 1.0 if pos[6 + KING] == U0 else -1.0
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def _zobrist_kernel(store: np.ndarray, states: np.ndarray, out: np.ndarray) -> int:
+    """out[i] = the Zobrist key of store[states[i]]; returns 0 (uint64 out (k,))."""
+    for i in range(states.shape[0]):
+        out[i] = zobrist_key(store[states[i]])
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def _positions_zobrist_kernel(positions: np.ndarray, out: np.ndarray) -> int:
+    """out[i] = the Zobrist key of positions[i] (uint64 (k, 16) -> uint64 (k,)); returns 0."""
+    for i in range(positions.shape[0]):
+        out[i] = zobrist_key(positions[i])
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def _forcing_kernel(store: np.ndarray, parents: np.ndarray, children: np.ndarray,
+                    moves: np.ndarray, out: np.ndarray) -> int:
+    """out[i] = child i is a capture, a promotion or gives check (seed 000 D.2's "forcing"
+    moves); returns 0.
+
+    store uint64 (rows, 16); parents, children int64 (n,) (child i was reached from parents[i]
+    by moves[i], int32 (n,)); out bool (n,). A capture leaves the side to move of the child
+    with fewer pieces than in the parent; a check means the side that moved attacks the king
+    of the side to move. A captured king counts as a capture.
+    """
+    for i in range(children.shape[0]):
+        par = store[parents[i]]
+        ch = store[children[i]]
+        stm = int(ch[W_STM])  # the side that did not move
+        base = stm * 6
+        before = U0
+        after = U0
+        for p in range(6):
+            before |= par[base + p]
+            after |= ch[base + p]
+        if popcount(after) < popcount(before):
+            out[i] = True
+            continue
+        if (int(moves[i]) >> 14) & 3 == KIND_PROMOTION:
+            out[i] = True
+            continue
+        king = ch[base + KING]
+        out[i] = king != U0 and square_attacked(ch, lsb(king), 1 - stm)
+    return 0
+
+
+# --- the game --------------------------------------------------------------------------------
+
+
+class FowSearchGame:
+    """`caligo.search.game.SearchGame` over a flat FoW position store (module docstring).
+
+    start_fen: the game's public start position (row 0 after `reset`). capacity: initial rows.
+    """
+
+    key_mode = KeyMode.INCREMENTAL
+
+    def __init__(self, start_fen: str = STARTING_FEN, capacity: int = CHUNK_ROWS) -> None:
+        self._lock = threading.Lock()
+        self._store = np.zeros((max(int(capacity), 16), POS_WORDS), dtype=np.uint64)
+        self._used = 0
+        self.start_fen = start_fen
+        self.reset(start_fen)
+
+    # --- store -----------------------------------------------------------------------------
+
+    def reset(self, start_fen: str | None = None) -> None:
+        """Empty the store and put the start position in row 0 (a new game)."""
+        if start_fen is not None:
+            pos = from_fen(start_fen)  # FenError quoting the FEN
+            self.start_fen = start_fen
+        else:
+            pos = from_fen(self.start_fen)
+        with self._lock:
+            self._used = 0
+            self._store[0] = pos
+            self._used = 1
+
+    @property
+    def size(self) -> int:
+        """Rows in use."""
+        return self._used
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the store (rows allocated, used or not)."""
+        return int(self._store.nbytes)
+
+    def _reserve(self, n: int) -> int:
+        """Reserve n rows (lock held); return the first. Grows the store by chunks."""
+        need = self._used + n
+        cap = self._store.shape[0]
+        if need > cap:
+            grown = max(need, cap + max(CHUNK_ROWS, cap // 2))
+            store = np.zeros((grown, POS_WORDS), dtype=np.uint64)
+            store[: self._used] = self._store[: self._used]
+            self._store = store
+        first = self._used
+        self._used = need
+        return first
+
+    def add_positions(self, positions: np.ndarray) -> I64:
+        """Store positions (uint64 (k, 16)); return their state ids."""
+        pos = np.ascontiguousarray(positions, dtype=np.uint64)
+        if pos.ndim != 2 or pos.shape[1] != POS_WORDS:
+            raise FowSearchError(f"positions must be uint64 (k, {POS_WORDS}), got {pos.shape}")
+        with self._lock:
+            first = self._reserve(pos.shape[0])
+            self._store[first : first + pos.shape[0]] = pos
+        return np.arange(first, first + pos.shape[0], dtype=np.int64)
+
+    def positions(self, states: I64) -> np.ndarray:
+        """Copies of the positions of `states` (uint64 (k, 16))."""
+        s = self._check(states)
+        return self._store[s]
+
+    def compact(self, keep: I64) -> I64:
+        """Keep only the rows `keep` (renumbered 0.. in the given order, duplicates collapsed);
+        return the new id of each entry of `keep`. Call between searches: every state id held
+        elsewhere must be remapped (`compact_arena`). Row 0 stays the start position."""
+        k = self._check(keep)
+        uniq = np.unique(k)
+        uniq = uniq[uniq != 0]
+        with self._lock:
+            rows = np.concatenate([self._store[:1], self._store[uniq]])
+            cap = max(self._store.shape[0] // 2, rows.shape[0] + CHUNK_ROWS)
+            store = np.zeros((cap, POS_WORDS), dtype=np.uint64)
+            store[: rows.shape[0]] = rows
+            self._store = store
+            self._used = rows.shape[0]
+        new_of = np.zeros(int(k.max(initial=0)) + 1, dtype=np.int64)
+        new_of[uniq] = np.arange(1, uniq.size + 1)
+        return new_of[k]
+
+    def _check(self, states: I64) -> np.ndarray:
+        s = np.asarray(states, dtype=np.int64).ravel()
+        if s.size and (s.min() < 0 or s.max() >= self._used):
+            bad = s[(s < 0) | (s >= self._used)]
+            raise FowSearchError(f"state ids must lie in [0, {self._used}), got {bad[:8]!r}")
+        return s
+
+    # --- SearchGame ------------------------------------------------------------------------
+
+    def start_state(self) -> int:
+        """Row 0: the game's public start position."""
+        return 0
+
+    def describe(self, states: I64) -> StateInfo:
+        """Side to move (or TERMINAL), White's terminal utility, both observation keys."""
+        s = self._check(states)
+        player = np.empty(s.size, dtype=np.int8)
+        utility = np.empty(s.size, dtype=np.float64)
+        obs = np.empty((s.size, 2), dtype=np.uint64)
+        _describe_kernel(self._store, s, player, utility, obs)
+        return StateInfo(player=player, utility=utility, obs=obs)
+
+    def expand(self, states: I64) -> ChildBatch:
+        """All FoW children of each state, made in one kernel call into new store rows."""
+        s = self._check(states)
+        counts = np.empty(s.size, dtype=np.int64)
+        total = int(_count_kernel(self._store, s, counts))
+        if total < 0:
+            raise FowSearchError("cannot expand a state whose game is over (a king is captured)")
+        ptr = np.empty(s.size + 1, dtype=np.int64)
+        child = np.empty(total, dtype=np.int64)
+        action = np.empty(total, dtype=np.int32)
+        player = np.empty(total, dtype=np.int8)
+        obs = np.empty((total, 2), dtype=np.uint64)
+        utility = np.empty(total, dtype=np.float64)
+        with self._lock:
+            row0 = self._reserve(total)
+            n = int(_expand_states_kernel(self._store, s, row0, ptr, child, action, player, obs,
+                                          utility))
+        if n != total:  # pragma: no cover - count_moves and gen_moves agree (movegen tests)
+            raise FowSearchError(f"expansion made {n} children, the count pass said {total}")
+        prob = np.ones(total, dtype=np.float64)
+        return ChildBatch(ptr=ptr, state=child, action=action, player=player, chance_prob=prob,
+                          obs=obs, utility=utility)
+
+    def state_key(self, states: I64) -> np.ndarray:
+        """The Zobrist key of each state (equal for transpositions)."""
+        s = self._check(states)
+        out = np.empty(s.size, dtype=np.uint64)
+        _zobrist_kernel(self._store, s, out)
+        return out
+
+    def true_infoset_states(self, state: int, player: int) -> I64 | None:
+        """None: FoW chess cannot list a player's infoset (the belief set is the player's)."""
+        return None
+
+    def forcing(self, parents: I64, children: I64, actions: np.ndarray) -> np.ndarray:
+        """bool per child: a capture, a promotion or a check (seed 000 D.2's move ordering)."""
+        p = self._check(parents)
+        c = self._check(children)
+        if p.size != c.size:
+            raise FowSearchError(f"{p.size} parents for {c.size} children")
+        out = np.empty(c.size, dtype=np.bool_)
+        _forcing_kernel(self._store, p, c, np.asarray(actions, dtype=np.int32), out)
+        return out
+
+
+def compact_arena(game: FowSearchGame, arena: Arena) -> None:
+    """Compact the game's store to the states of `arena`'s nodes and remap them in place."""
+    n = arena.n_nodes
+    states = arena.nodes.state[:n]
+    arena.nodes.state[:n] = game.compact(states)
+
+
+# --- the belief ------------------------------------------------------------------------------
+
+
+class FowBelief:
+    """The search's `BeliefTracker` over `caligo.fow.BeliefSet` (module docstring).
+
+    player: the seat (0 White, 1 Black). config: the belief set's settings (memory cap).
+    max_states: the most positions `states()` copies into the game's store.
+    """
+
+    def __init__(self, game: FowSearchGame, player: int, config: BeliefConfig | None = None,
+                 max_states: int = 100_000) -> None:
+        if player not in (0, 1):
+            raise FowSearchError(f"player must be 0 or 1, got {player!r}")
+        self.game = game
+        self.player = int(player)
+        self.config = config if config is not None else BeliefConfig()
+        self.max_states = int(max_states)
+        self._pending: Observation | None = None
+        self.set = BeliefSet.initial(self.player, game.start_fen, self.config)
+
+    def reset(self) -> None:
+        """P = {the game's start position}."""
+        self._pending = None
+        self.set = BeliefSet.initial(self.player, self.game.start_fen, self.config)
+
+    def expect(self, observation: Observation) -> None:
+        """The observation the next `update(key, ...)` stands for."""
+        self._pending = observation
+
+    def update(self, obs: int | Observation, own_action: int | None = None) -> None:
+        """Keep the positions consistent with one more observation (after own_action, if it
+        was our ply). `obs` is the Observation, or its key after `expect(observation)`."""
+        if isinstance(obs, Observation):
+            o = obs
+        else:
+            pending = self._pending
+            if pending is None or observation_key(pending) != int(obs):
+                raise FowSearchError(f"observation key {int(obs)} does not match the expected "
+                                     "observation (call expect(observation) first)")
+            o = pending
+        self._pending = None
+        if own_action is not None:
+            self.set = self.set.update_own_move(int(own_action), o)
+        else:
+            self.set = self.set.update_opponent_move(o)
+
+    # --- Belief ----------------------------------------------------------------------------
+
+    @property
+    def exact(self) -> bool:
+        """False once the memory cap made P a uniform subsample."""
+        return bool(self.set.exact)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes P occupies (its rows)."""
+        return self.set.nbytes
+
+    def size(self) -> int:
+        """|P| (stored positions)."""
+        return len(self.set)
+
+    def states(self) -> I64:
+        """All of P, copied into the game's store (refused beyond `max_states`)."""
+        if self.size() > self.max_states:
+            raise FowSearchError(f"|P| = {self.size()} exceeds max_states = {self.max_states}")
+        return self.game.add_positions(self.set.positions())
+
+    def weights(self, states: I64) -> np.ndarray:
+        """1 for every state (FoW chess has no chance)."""
+        return np.ones(np.asarray(states).shape[0], dtype=np.float64)
+
+    def sample(self, n: int, exclude: np.ndarray, rng: np.random.Generator) -> I64:
+        """Up to n positions of P drawn uniformly without replacement among those whose Zobrist
+        key is not in `exclude`, stored in the game; their state ids.
+
+        A uniformly ordered draw of n + |exclude| distinct rows, filtered, keeps its first n:
+        a prefix of a uniform random order of P, restricted to P minus the excluded, is a
+        uniform sample of it.
+        """
+        size = self.size()
+        if n <= 0 or size == 0:
+            return np.zeros(0, dtype=np.int64)
+        ex = np.unique(np.asarray(exclude, dtype=np.uint64))
+        draw = rng.choice(size, size=min(size, int(n) + ex.size), replace=False)
+        pos = self.set.positions(draw)
+        keys = np.empty(pos.shape[0], dtype=np.uint64)
+        _positions_zobrist_kernel(pos, keys)
+        keep = np.flatnonzero(~np.isin(keys, ex))[: int(n)]
+        return self.game.add_positions(pos[keep])
+
+
+# --- the evaluator ---------------------------------------------------------------------------
+
+
+class FowEvaluator:
+    """The search's `Evaluator` over a `caligo.fow` leaf evaluator (module docstring)."""
+
+    def __init__(self, game: FowSearchGame, leaf: LeafEvaluator) -> None:
+        self.game = game
+        self.leaf = leaf
+
+    def children(self, parents: I64, batch: ChildBatch) -> np.ndarray:
+        """White's value of every child in `batch` (one leaf-evaluator call per parent; one for
+        the whole batch with the built-in evaluator)."""
+        n = int(batch.ptr[-1])
+        values = np.empty(n, dtype=np.float64)
+        if n == 0:
+            return values
+        kids = self.game.positions(batch.state)
+        if isinstance(self.leaf, SimpleEvaluator):
+            return self.leaf.evaluate(kids, values)
+        par = self.game.positions(parents)
+        moves = np.ascontiguousarray(batch.action, dtype=np.uint16)
+        ptr = batch.ptr
+        for i in range(par.shape[0]):
+            lo, hi = int(ptr[i]), int(ptr[i + 1])
+            if hi > lo:
+                self.leaf.children(par[i], kids[lo:hi], moves[lo:hi], values[lo:hi])
+        return values
+
+    def states(self, states: I64) -> np.ndarray:
+        """White's value of each state."""
+        s = np.asarray(states, dtype=np.int64)
+        if s.size == 0:
+            return np.zeros(0, dtype=np.float64)
+        return self.leaf.evaluate(self.game.positions(s))
+
+
+def evaluator_factory(game: FowSearchGame, leaf: LeafEvaluator) -> Callable[[], FowEvaluator]:
+    """A factory for the search's expander threads. `StockfishPool` hands each calling thread
+    its own engine process, and `SimpleEvaluator` is thread-safe, so they share `leaf`."""
+    return lambda: FowEvaluator(game, leaf)

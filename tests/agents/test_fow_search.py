@@ -1,0 +1,280 @@
+"""The FoW adapters of the search (`caligo.agents.fow_search`) against `caligo.fow` and
+python-chess.
+
+Expected values come from code we did not write for the adapter: the children, observations and
+terminal verdicts from `caligo.fow.expand.expand_reference` (built from the public `caligo.fow`
+API: `legal_moves`, `make_move`, `observe`, the referee's `Game`), transposition identity from
+python-chess's X-FEN EPD (pieces, side, castling, en passant when a pawn can capture), forcing
+moves from python-chess's `is_capture` / `gives_check` / `promotion`, and the belief from
+`caligo.fow.BeliefSet` itself. The root-set property runs a real `SearchAgent` search at every
+decision of random games and looks for the referee's true position among the subgame's roots.
+"""
+
+from __future__ import annotations
+
+import random
+
+import chess
+import numpy as np
+import pytest
+
+from caligo.agents.fow_search import (
+    FowBelief,
+    FowEvaluator,
+    FowSearchError,
+    FowSearchGame,
+    compact_arena,
+    evaluator_factory,
+)
+from caligo.errors import CaligoError
+from caligo.fow.belief import BeliefConfig
+from caligo.fow.evaluate import SimpleEvaluator
+from caligo.fow.expand import Terminal, expand_reference, observation_key
+from caligo.fow.game import Game
+from caligo.fow.observation import observe
+from caligo.fow.position import W_STM, move_to_uci, to_fen, zobrist_key
+from caligo.search.agent import SearchAgent
+from caligo.search.config import Iterations, SearchConfig
+from caligo.search.game import TERMINAL, KeyMode
+from tests.conftest import SHORT
+from tests.fow.test_expand import random_positions
+
+
+def _parents(n: int, seed: int) -> tuple[FowSearchGame, np.ndarray]:
+    game = FowSearchGame()
+    pos = np.array(list(random_positions(n, seed)), dtype=np.uint64)
+    return game, game.add_positions(pos)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_children_observations_terminals_equal_caligo_fow(seed: int) -> None:
+    n = 300 if SHORT else 1500
+    game, parents = _parents(n, seed)
+    seen = {"terminal": 0, "draw": 0, "children": 0}
+    for lo in range(0, parents.size, 97):  # uneven batches
+        batch_states = parents[lo : lo + 97]
+        batch = game.expand(batch_states)
+        info = game.describe(batch.state)
+        np.testing.assert_array_equal(info.obs, batch.obs)
+        np.testing.assert_array_equal(info.player, batch.player)
+        np.testing.assert_array_equal(info.utility, batch.utility)
+        kids = game.positions(batch.state)
+        for i, s in enumerate(batch_states.tolist()):
+            ref = expand_reference(game.positions(np.array([s]))[0])
+            a, b = int(batch.ptr[i]), int(batch.ptr[i + 1])
+            assert b - a == len(ref), to_fen(game.positions(np.array([s]))[0])
+            for k, r in enumerate(ref):
+                c = a + k
+                assert int(batch.action[c]) == r.move
+                np.testing.assert_array_equal(kids[c], r.position)
+                assert int(batch.obs[c, 0]) == observation_key(r.white_obs)
+                assert int(batch.obs[c, 1]) == observation_key(r.black_obs)
+                want = TERMINAL if r.terminal != Terminal.NONE else int(r.position[W_STM])
+                assert int(batch.player[c]) == want
+                assert float(batch.utility[c]) == r.value
+                seen["terminal"] += r.terminal == Terminal.KING_CAPTURE
+                seen["draw"] += r.terminal == Terminal.NO_MOVES
+            seen["children"] += len(ref)
+        assert batch.chance_prob.shape == batch.state.shape
+    assert seen["terminal"] > 0 and seen["children"] > 10 * n
+
+
+def test_state_key_is_transposition_identity() -> None:
+    """Equal Zobrist keys exactly when python-chess's X-FEN EPD is equal."""
+    game, parents = _parents(200 if SHORT else 800, 3)
+    batch = game.expand(parents)
+    keys = game.state_key(batch.state)
+    epds = [chess.Board(to_fen(p)).epd(en_passant="xfen") for p in game.positions(batch.state)]
+    by_key: dict[int, str] = {}
+    by_epd: dict[str, int] = {}
+    for k, e in zip(keys.tolist(), epds, strict=True):
+        assert by_key.setdefault(k, e) == e
+        assert by_epd.setdefault(e, k) == k
+    assert len(by_key) < keys.size  # random playouts do transpose
+    assert int(keys[0]) == int(zobrist_key(game.positions(batch.state[:1])[0]))
+
+
+def test_forcing_moves_match_python_chess() -> None:
+    game, parents = _parents(150 if SHORT else 600, 4)
+    batch = game.expand(parents)
+    par = np.repeat(parents, np.diff(batch.ptr))
+    ours = game.forcing(par, batch.state, batch.action)
+    checked = 0
+    for i in range(batch.state.size):
+        board = chess.Board(to_fen(game.positions(par[i : i + 1])[0]))
+        move = chess.Move.from_uci(move_to_uci(int(batch.action[i])))
+        if int(batch.player[i]) == TERMINAL:
+            continue  # a king capture; python-chess cannot play it
+        want = board.is_capture(move) or move.promotion is not None or board.gives_check(move)
+        assert bool(ours[i]) == want, (board.fen(), move.uci())
+        checked += 1
+    assert checked > 1000 and 0 < int(ours.sum()) < ours.size
+
+
+def test_store_grows_compacts_and_rejects_bad_ids() -> None:
+    game = FowSearchGame(capacity=16)
+    b = game.expand(np.array([0]))
+    b2 = game.expand(b.state)
+    assert game.size == 1 + 20 + 400
+    before = game.positions(b2.state[[5, 7]])
+    new = game.compact(b2.state[[7, 5, 7]])
+    assert new.tolist() == [2, 1, 2] and game.size == 3
+    np.testing.assert_array_equal(game.positions(np.array([1, 2])), before)
+    with pytest.raises(FowSearchError, match="state ids"):
+        game.describe(np.array([3]))
+    with pytest.raises(CaligoError):
+        game.positions(np.array([-1]))
+    over = game.add_positions(game.positions(np.array([0])))
+    pos = game.positions(over)
+    pos[0, 5] = 0  # no white king
+    dead = game.add_positions(pos)
+    with pytest.raises(FowSearchError, match="game is over"):
+        game.expand(dead)
+    assert game.describe(dead).player[0] == TERMINAL and game.describe(dead).utility[0] == -1.0
+
+
+def test_concurrent_expansions_write_disjoint_rows() -> None:
+    import threading
+
+    game, parents = _parents(120, 5)
+    out: list = [None, None]
+
+    def work(i: int) -> None:
+        out[i] = game.expand(parents)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    a, b = out
+    assert not np.intersect1d(a.state, b.state).size
+    np.testing.assert_array_equal(game.positions(a.state), game.positions(b.state))
+
+
+def test_evaluator_adapter_matches_the_leaf_evaluator() -> None:
+    game, parents = _parents(60, 6)
+    batch = game.expand(parents)
+    simple = SimpleEvaluator()
+    ev = FowEvaluator(game, simple)
+    np.testing.assert_array_equal(ev.children(parents, batch),
+                                  simple.evaluate(game.positions(batch.state)))
+
+    class PerLeaf:  # the StockfishPool call pattern: one children() call per leaf
+        calls = 0
+
+        def children(self, parent, children, moves, out=None):  # type: ignore[no-untyped-def]
+            PerLeaf.calls += 1
+            return simple.children(parent, children, moves, out)
+
+        def evaluate(self, positions, out=None):  # type: ignore[no-untyped-def]
+            return simple.evaluate(positions, out)
+
+        def close(self) -> None:
+            pass
+
+    ev2 = evaluator_factory(game, PerLeaf())()
+    np.testing.assert_array_equal(ev2.children(parents, batch), ev.children(parents, batch))
+    assert PerLeaf.calls == parents.size
+    np.testing.assert_array_equal(ev2.states(parents), simple.evaluate(game.positions(parents)))
+
+
+def _play_random(seed: int, plies: int) -> Game:
+    rng = random.Random(seed)
+    g = Game()
+    for _ in range(plies):
+        if g.is_over():
+            break
+        g.push(rng.choice(g.legal_moves()))
+    return g
+
+
+def test_belief_follows_the_belief_set_and_samples_outside_the_tree() -> None:
+    g = _play_random(11, 6)
+    game = FowSearchGame()
+    bel = FowBelief(game, 1)
+    ref = bel.set
+    replay = Game()
+    for move in g.moves:
+        replay.push(move)
+        obs = observe(replay.position, 1)
+        own = move if replay.ply % 2 == 0 else None
+        if own is None:
+            ref = ref.update_opponent_move(obs)
+        else:
+            ref = ref.update_own_move(move, obs)
+        bel.expect(obs)
+        bel.update(observation_key(obs), own)
+    assert sorted(bel.set.fens()) == sorted(ref.fens()) and bel.exact and bel.size() > 3
+    rng = np.random.default_rng(0)
+    every = bel.states()
+    keys = game.state_key(every)
+    exclude = keys[::2]
+    got = bel.sample(bel.size(), exclude, rng)
+    assert sorted(game.state_key(got).tolist()) == sorted(keys[1::2].tolist())
+    few = bel.sample(2, exclude, rng)
+    assert few.size == 2 and not np.isin(game.state_key(few), exclude).any()
+    np.testing.assert_array_equal(bel.weights(few), [1.0, 1.0])
+    with pytest.raises(FowSearchError, match="does not match"):
+        bel.update(12345, None)
+    # uniform over the free positions: a chi-square test of 2,000 draws of 10 (scipy)
+    from scipy.stats import chisquare
+
+    counts = dict.fromkeys(keys[1::2].tolist(), 0)
+    for _ in range(2000):
+        for k in game.state_key(bel.sample(10, exclude, rng)).tolist():
+            counts[k] += 1
+    assert chisquare(list(counts.values())).pvalue > 1e-4
+
+
+def test_belief_reports_its_memory_cap() -> None:
+    game = FowSearchGame()
+    bel = FowBelief(game, 1, BeliefConfig(max_positions=5))
+    g = Game()
+    g.push_uci("e2e4")
+    bel.update(observe(g.position, 1), None)
+    assert bel.size() == 5 and not bel.exact
+    assert FowBelief(game, 0).exact
+
+
+def _roots_hold_the_truth(seed: int, seat: int, plies: int) -> int:
+    """Play a SearchAgent (seat) against random moves; at each decision where P is exact and
+    at most min_roots, the true position must be a root of the searched subgame."""
+    rng = random.Random(seed)
+    game = FowSearchGame()
+    bel = FowBelief(game, seat)
+    cfg = SearchConfig(budget=Iterations(12), expansions=8, max_nodes=20_000,
+                       seed=seed)
+    agent = SearchAgent(game, bel, FowEvaluator(game, SimpleEvaluator()), cfg, capacity=20_000)
+    assert game.key_mode is KeyMode.INCREMENTAL
+    agent.new_game(seat)
+    truth = Game()
+    checked = 0
+    while not truth.is_over() and truth.ply < plies:
+        mover = truth.ply % 2
+        if mover == seat:
+            dec = agent.act()
+            move = int(dec.action)
+            assert move in truth.legal_moves()
+            eng = agent._search
+            assert eng is not None
+            if bel.exact and bel.size() <= cfg.min_roots:
+                roots = eng.arena.nodes.state[: eng.arena.n_roots]
+                assert int(zobrist_key(truth.position)) in set(game.state_key(roots).tolist())
+                checked += 1
+        else:
+            move = rng.choice(truth.legal_moves())
+        truth.push(move)
+        obs = observe(truth.position, seat)
+        bel.expect(obs)
+        agent.observe(observation_key(obs), move if mover == seat else None)
+        if truth.ply % 8 == 0 and agent._search is not None:
+            compact_arena(game, agent._search.arena)
+    return checked
+
+
+@pytest.mark.parametrize("seat", [0, 1])
+def test_true_position_is_a_root_when_p_is_exact_and_small(seat: int) -> None:
+    games = 4 if SHORT else 24
+    checked = sum(_roots_hold_the_truth(100 * seat + s, seat, 80) for s in range(games))
+    assert checked >= 3 * games
