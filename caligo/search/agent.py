@@ -2,7 +2,8 @@
 
     new_game(seat, seed)    P = {start}, no tree (section 3: "at the beginning of the game, P
                             contains only the starting position")
-    observe(obs)            one observation of ours (after our own move or the opponent's);
+    observe(obs)            one observation of ours per ply (after our own move and after the
+                            opponent's; new_game already took the one at the start state);
                             our key and the belief follow it
     act() -> Decision       build the subgame (Fig. 9), search (Figs. 10-12), purify (Fig. 8),
                             choose a move; the tree and the profile are kept for next time

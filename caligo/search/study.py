@@ -238,6 +238,11 @@ def run_study(
                       seat1=e.seat1, seconds=time.perf_counter() - t0)
             _append(path, row)
             done.add(row.key)
+        for label, row in _lp_oracles(game, done):
+            _append(path, row)
+            done.add(row.key)
+            if progress is not None:
+                progress(f"{game} {label}: {row.nashconv_half:.5g} ({row.seconds:.1f} s)")
         work = {r.budget: r.node_visits for r in load_rows(path)
                 if r.game == game and r.label == "obscuro"}
         base_budgets = BUDGETS if not short else SHORT_BUDGETS
@@ -247,6 +252,41 @@ def run_study(
                     _append(path, row)
                     done.add(row.key)
     return load_rows(path)
+
+
+LP_BLUEPRINT_ITERATIONS = 1000
+
+
+def _lp_oracles(game: str, done: set[tuple[str, str, int]]) -> list[tuple[str, Row]]:
+    """The same nested constructions with exact LP solves (`caligo.subgame`), from a PCFR+
+    last-iterate blueprint of 1000 iterations: Maxmargin 2-KLUSS and common-knowledge
+    subgames with the C.2 blueprint values and gifts, and common knowledge with best-response
+    values and no gifts (classic safe nested solving). Budget column = blueprint iterations."""
+    import math
+
+    from caligo.core.cfr import CFRConfig, CFRSolver
+    from caligo.search.exploitability import nested_klss_exploitability
+    from caligo.subgame.gadget import AlternateValues as AV
+    from caligo.subgame.gadget import GadgetKind, SubgameOptions
+
+    b = LP_BLUEPRINT_ITERATIONS
+    cases = (("lp_nested_2kluss", 1, AV.BLUEPRINT), ("lp_nested_ck", math.inf, AV.BLUEPRINT),
+             ("lp_nested_ck_br", math.inf, AV.BEST_RESPONSE))
+    todo = [(label, k, av) for label, k, av in cases if (game, label, b) not in done]
+    if not todo:
+        return []
+    tree = load_game(game)
+    solver = CFRSolver(tree, CFRConfig.pcfr_plus())
+    solver.iterate(b)
+    out = []
+    for label, k, av in todo:
+        opts = SubgameOptions(kind=GadgetKind.MAXMARGIN, k=k, kluss=k == 1,
+                              alternate_values=av, reach=av is AV.BLUEPRINT)
+        t0 = time.perf_counter()
+        e = nested_klss_exploitability(tree, opts, solver.current_strategy())
+        out.append((label, Row(game, label, b, "lp_oracle", e.nashconv_half, seat0=e.seat0,
+                               seat1=e.seat1, seconds=time.perf_counter() - t0)))
+    return out
 
 
 def write_tables(rows: list[Row], out: Path) -> list[Path]:
@@ -327,12 +367,19 @@ def plot(rows: list[Row], path: Path) -> Path:
     return path
 
 
+def _fmt(x: float) -> str:
+    """3 significant digits; |x| < 1e-12 (rounding of an exact 0) prints as 0."""
+    return "0" if abs(x) < 1e-12 else f"{x:.3g}"
+
+
 def markdown(rows: list[Row]) -> str:
     """Per game, a table of NashConv / 2 by variant (rows) and budget (columns)."""
     out = []
     games = [g for g in GAMES if any(r.game == g for r in rows)]
-    order = [v.label for v in VARIANTS] + ["pcfr+_last", "pcfr+_avg", "pcfr+_equal_work",
-                                           "uniform", "nested_1klss"]
+    order = [v.label for v in VARIANTS] + ["lp_nested_2kluss", "lp_nested_ck",
+                                           "lp_nested_ck_br", "pcfr+_last",
+                                           "pcfr+_avg", "pcfr+_equal_work", "uniform",
+                                           "nested_1klss"]
     for game in games:
         mine = [r for r in rows if r.game == game]
         budgets = sorted({r.budget for r in mine if r.budget > 0})
@@ -345,18 +392,18 @@ def markdown(rows: list[Row]) -> str:
                 continue
             if label == "nested_1klss":
                 r0 = next(iter(cells.values()))
-                out.append(f"| {label} (any budget) | " + " | ".join(
-                    f"{r0.nashconv_half:.3g}" for _ in budgets) + " |")
+                out.append("| nested 1-KLSS from uniform (LP; any budget) | " + " | ".join(
+                    _fmt(r0.nashconv_half) for _ in budgets) + " |")
                 continue
             row = []
             for b in budgets:
                 r = cells.get(b)
                 if r is None:
                     row.append("")
-                elif r.seeds > 1 and r.ci95 > 0:
-                    row.append(f"{r.nashconv_half:.3g} ± {r.ci95:.2g}")
+                elif r.seeds > 1 and r.ci95 > 1e-12:
+                    row.append(f"{_fmt(r.nashconv_half)} ± {r.ci95:.2g}")
                 else:
-                    row.append(f"{r.nashconv_half:.3g}")
+                    row.append(_fmt(r.nashconv_half))
             out.append(f"| {label} | " + " | ".join(row) + " |")
         out.append("")
     return "\n".join(out)
