@@ -65,7 +65,6 @@ from caligo.fow.stockfish import (
     find_stockfish,
 )
 from caligo.search.agent import SearchAgent
-from caligo.search.engine import ExpansionStats, GrowingTreeSearch
 from caligo.search.config import (
     Expansion,
     FirstDecision,
@@ -78,6 +77,7 @@ from caligo.search.config import (
     Seconds,
     SubgameKind,
 )
+from caligo.search.engine import ExpansionStats, GrowingTreeSearch
 from caligo.search.purify import purify
 
 log = logging.getLogger(__name__)
@@ -370,7 +370,8 @@ def stockfish_available(path: str | None = None) -> bool:
 
 OPTIONS_HELP = (
     "budget=auto|iters=N|mt=SECONDS, eval=auto|stockfish|simple, ablation=none|no_purify|klss|"
-    "two_sided|uniform_prior|all_off|simple_eval, expand=R (expansions per iteration under an "
+    "two_sided|uniform_prior|all_off|simple_eval, subgame=kluss|klss|common_knowledge (the "
+    "subgame when no ablation overrides it), expand=R (expansions per iteration under an "
     "iteration budget), roots=N, expanders=N, nodes=N (arena capacity), belief=N (P cap), "
     "seed=N, stockfish=PATH"
 )
@@ -381,7 +382,8 @@ class ObscuroConfig:
     """Everything an `ObscuroAgent` needs; validated at construction.
 
     budget: the agent's own budget (`auto`: the referee's time control). evaluator, ablation:
-    above. expand_ratio: leaf expansions per solver iteration under an iteration budget (the
+    above. subgame: the subgame built at a decision (KLUSS in seed 001; the `klss` ablations
+    override it). expand_ratio: leaf expansions per solver iteration under an iteration budget (the
     deterministic schedule spreads them over the iterations). min_roots: Fig. 9's
     MININFOSETSIZE. expanders: expander threads under a time budget. max_nodes: the arena's
     capacity. belief_cap: P's memory cap in positions. seed: mixed into every game's seed.
@@ -391,6 +393,7 @@ class ObscuroConfig:
     budget: Budget = field(default_factory=Budget)
     evaluator: EvalChoice = EvalChoice.AUTO
     ablation: Ablation = Ablation.NONE
+    subgame: SubgameKind = SubgameKind.KLUSS
     expand_ratio: float = 0.25
     min_roots: int = 256
     expanders: int = 1
@@ -404,6 +407,7 @@ class ObscuroConfig:
 
     def __post_init__(self) -> None:
         for name, kind in (("evaluator", EvalChoice), ("ablation", Ablation),
+                           ("subgame", SubgameKind),
                            ("budget", Budget), ("stockfish", StockfishConfig),
                            ("time", TimeManagerConfig)):
             if not isinstance(getattr(self, name), kind):
@@ -434,6 +438,7 @@ class ObscuroConfig:
         """The search's configuration before a move's budget is set (ablation applied)."""
         base = SearchConfig(
             budget=Iterations(1000), expansions=250, min_roots=self.min_roots,
+            subgame=self.subgame,
             expanders=self.expanders, expander_batch=self.expander_batch,
             max_nodes=self.max_nodes, seed=self.seed,
         )
@@ -442,7 +447,7 @@ class ObscuroConfig:
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ObscuroConfig:
         """Parse registry options (`OPTIONS_HELP`); raise ObscuroConfigError quoting them."""
-        known = {"budget", "eval", "ablation", "expand", "roots", "expanders", "nodes",
+        known = {"budget", "eval", "ablation", "subgame", "expand", "roots", "expanders", "nodes",
                  "belief", "seed", "stockfish"}
         unknown = sorted(set(options) - known)
         if unknown:
@@ -472,6 +477,8 @@ class ObscuroConfig:
             kw["evaluator"] = choice("eval", EvalChoice)
         if "ablation" in options:
             kw["ablation"] = choice("ablation", Ablation)
+        if "subgame" in options:
+            kw["subgame"] = choice("subgame", SubgameKind)
         if "expand" in options:
             try:
                 kw["expand_ratio"] = float(options["expand"])

@@ -223,7 +223,8 @@ register(
     strength=100,
     description="Obscuro search (seed 001): KLUSS + one-sided GT-CFR + PCFR+, Stockfish leaves "
     "when found (options: budget=auto|iters=N|mt=S, eval=auto|stockfish|simple, "
-    "ablation=none|no_purify|klss|two_sided|uniform_prior|all_off|simple_eval, expand=R, "
+    "ablation=none|no_purify|klss|two_sided|uniform_prior|all_off|simple_eval, "
+    "subgame=kluss|klss|common_knowledge, expand=R, "
     "roots=N, expanders=N, nodes=N, belief=N, seed=N, stockfish=PATH)",
 )
 register(

@@ -42,6 +42,8 @@ def test_create_and_option_errors() -> None:
 @pytest.fixture
 def scratch_registry() -> Iterator[None]:
     saved = dict(registry._REGISTRY)
+    registry._REGISTRY.clear()  # only `random`: the built-in agents would outrank the test's
+    registry._REGISTRY["random"] = saved["random"]
     yield
     registry._REGISTRY.clear()
     registry._REGISTRY.update(saved)
