@@ -215,7 +215,8 @@ class TimeManagerConfig:
     min_moves_left: the fewest moves the remaining clock is planned for; inc_share: the share
     of the increment a move may spend; max_share: the largest share of the usable clock one
     move may take; reserve_ms: clock never planned (process jitter, the referee's latency);
-    safety_ms: slack left between the search's end and the allotment's; min_search_ms: the
+    safety_ms + safety_share * allotment: slack left between the search's end and the
+    allotment's (a loaded machine delays the threads' stop and the read-out); min_search_ms: the
     shortest search; root_share: the largest share of a move the sampled roots' evaluation
     may take (fewer roots are sampled past it).
     """
@@ -225,7 +226,8 @@ class TimeManagerConfig:
     inc_share: float = 0.75
     max_share: float = 0.2
     reserve_ms: float = 300.0
-    safety_ms: float = 25.0
+    safety_ms: float = 20.0
+    safety_share: float = 0.08
     min_search_ms: float = 2.0
     root_share: float = 0.3
 
@@ -234,7 +236,7 @@ class TimeManagerConfig:
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
                 raise ObscuroConfigError(f"TimeManagerConfig.{name} must be an int >= 1: {v!r}")
-        for name in ("inc_share", "max_share", "root_share"):
+        for name in ("inc_share", "max_share", "root_share", "safety_share"):
             v = getattr(self, name)
             if not isinstance(v, int | float) or not 0.0 < v <= 1.0:
                 raise ObscuroConfigError(f"TimeManagerConfig.{name} must be in (0, 1]: {v!r}")
@@ -292,7 +294,7 @@ class TimeManager:
         before `act` but on the referee's clock for an engine behind a pipe, so it is paid."""
         c = self.config
         total = self.allotment(clock, own_moves)
-        end = total - belief_ms - c.safety_ms - self.tail_ms
+        end = total - belief_ms - c.safety_ms - c.safety_share * total - self.tail_ms
         roots = min_roots
         if min_roots and self.per_root_ms * min_roots > c.root_share * max(end, 0.0):
             roots = int(c.root_share * max(end, 0.0) / max(self.per_root_ms, 1e-3))
@@ -397,7 +399,7 @@ class ObscuroConfig:
     expand_ratio: float = 0.25
     min_roots: int = 256
     expanders: int = 1
-    expander_batch: int = 8
+    expander_batch: int = 4
     max_nodes: int = 2_000_000
     belief_cap: int = 2_000_000
     seed: int = 0
