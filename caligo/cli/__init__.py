@@ -12,10 +12,20 @@ import os
 import sys
 from collections.abc import Sequence
 
-from caligo.cli import cmd_bench, cmd_core, cmd_fow, cmd_play, cmd_search, cmd_subgame, cmd_web
+from caligo.cli import (
+    cmd_bench,
+    cmd_core,
+    cmd_fow,
+    cmd_play,
+    cmd_search,
+    cmd_strength,
+    cmd_subgame,
+    cmd_web,
+)
 from caligo.cli._util import HelpFormatter, add_verbose, subparsers_of
 
-_MODULES = (cmd_core, cmd_subgame, cmd_fow, cmd_search, cmd_bench, cmd_play, cmd_web)
+_MODULES = (cmd_core, cmd_subgame, cmd_fow, cmd_search, cmd_bench, cmd_play, cmd_web,
+            cmd_strength)
 
 DESCRIPTION = """\
 Caligo: solve two-player zero-sum imperfect-information games (OpenSpiel games and built-ins),
