@@ -204,7 +204,14 @@ register(
     strength=0,
     description="uniform over the legal moves (options: seed=N, policy=0|1)",
 )
-
+register(
+    "zs21",
+    "caligo.agents.zs21.agent:ZS21Agent.from_options",
+    strength=50,
+    description="ZS21 (seed 000 appendix D): nested 1-KLSS with exact LP solves "
+    "(options: budget=mt=1|iters=N, evaluator=auto|stockfish|simple, seed=N, particles=L, "
+    "penalty=text|algorithm|off, max_nodes=N, max_positions=N)",
+)
 
 
 def _stockfish_missing() -> str | None:
