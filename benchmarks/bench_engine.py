@@ -1,4 +1,4 @@
-"""FoW engine speed: Stockfish calls against python-chess, the Obscuro search's growth, the tree after 5 s.
+"""FoW engine speed: Stockfish calls (python-chess beside), the search's growth, a 5 s tree.
 
 Measured in one run (issue 9, "Speed"; targets for 2 cores):
 
@@ -152,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {key:<20} {value:>10,.3f}  {target:>10,.1f}  {ratio:>5.2f}x  {paper}")
     print(f"  (sf_call_ms: python-chess takes {r['sf_pychess_ms']:.3f} ms, {r['sf_ratio']:.1f}x "
           f"ours; ratios above 1 meet the target)")
-    print(f"engine sf_call_ms={out['sf_call_ms']:.4g} expansions_per_s={out['expansions_per_s']:.0f}"
+    print(f"engine sf_call_ms={out['sf_call_ms']:.4g} "
+          f"expansions_per_s={out['expansions_per_s']:.0f}"
           f" nodes_per_s={out['nodes_per_s']:.0f} builtin_nodes_per_s="
           f"{out['builtin_nodes_per_s']:.0f} nodes_5s={out['nodes_5s']:.0f}")
     return 0

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+
 import numpy as np
 import pytest
 
