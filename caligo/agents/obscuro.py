@@ -155,8 +155,11 @@ DEFAULT_UNTIMED_MS = 1000
 NODES_PER_S_STOCKFISH = 60_000
 NODES_PER_S_SIMPLE = 300_000
 """Tree growth to size an arena for a time budget (about what `caligo bench engine` measures
-on 2 cores; twice that is reserved)."""
+on 2 cores)."""
 MIN_CAPACITY = 100_000
+MIN_TIMED_CAPACITY = 32_768
+"""Arena rows on top of the growth under an iteration / a time budget (a time budget's arena
+is allocated on the clock: 100k rows cost about 15 ms)."""
 MIN_SEARCH_S = 0.002
 
 
@@ -560,27 +563,55 @@ def _mix_seed(*parts: int) -> int:
     return int(seq.generate_state(1, dtype=np.uint64)[0] & np.uint64(0x7FFFFFFFFFFFFFFF))
 
 
-def _warm_up() -> None:
-    """Two tiny searches (deterministic and threaded) with the built-in evaluator, so numba
-    loads every kernel the agent uses before the first timed move."""
+_WARMED: set[str] = set()
+"""Which warm-ups this process has run (numba loads a cached kernel on its first call)."""
+
+
+def _warm_up(stockfish: StockfishConfig | None) -> None:
+    """Load every compiled kernel the agent calls before the first timed move: numba loads a
+    cached kernel on its first call, 10-60 ms each, which on the clock would cost the first
+    moves of a game. Once per process: a few plies between two tiny searches with the
+    built-in evaluator in each schedule (so re-rooting, sampling, carrying and compaction all
+    run), and one Stockfish leaf and root evaluation through a throwaway pool."""
     from caligo.fow.game import Game
     from caligo.fow.observation import observe
 
-    game = FowSearchGame()
-    belief = FowBelief(game, 1)
-    ev = FowEvaluator(game, SimpleEvaluator())
-    for schedule, budget in ((Schedule.DETERMINISTIC, Iterations(4)),
-                             (Schedule.THREADED, Seconds(0.01))):
-        cfg = SearchConfig(budget=budget, expansions=4 if schedule is Schedule.DETERMINISTIC
-                           else None, schedule=schedule, max_nodes=4096, min_roots=4)
-        sa = SearchAgent(game, belief, ev, cfg, evaluator_factory=lambda: ev)
-        sa.new_game(1, 0)
-        truth = Game()
-        truth.push_uci("e2e4")
-        obs = observe(truth.position, 1)
-        belief.expect(obs)
-        sa.observe(observation_key(obs), None)
-        sa.act()
+    if "search" not in _WARMED:
+        for schedule, budget in ((Schedule.DETERMINISTIC, Iterations(6)),
+                                 (Schedule.THREADED, Seconds(0.005))):
+            cfg = SearchConfig(budget=budget, schedule=schedule, max_nodes=8192, min_roots=4,
+                               expansions=4 if schedule is Schedule.DETERMINISTIC else None)
+            seats = []
+            for seat in (0, 1):
+                game = FowSearchGame()  # one store per player: compaction renumbers it
+                ev = FowEvaluator(game, SimpleEvaluator())
+                belief = FowBelief(game, seat)
+                sa = SearchAgent(game, belief, ev, cfg, evaluator_factory=lambda e=ev: e)
+                sa.new_game(seat, 0)
+                seats.append((sa, belief, game))
+            truth = Game()
+            for _ in range(6):
+                mover = truth.turn
+                sa, _, game = seats[mover]
+                move = int(sa.act().action)
+                truth.push(move)
+                for seat, (agent, belief, _) in enumerate(seats):
+                    obs = observe(truth.position, seat)
+                    belief.expect(obs)
+                    agent.observe(observation_key(obs), move if seat == mover else None)
+                eng = sa._search
+                if eng is not None:
+                    compact_arena(game, eng.arena)
+        _WARMED.add("search")
+    if stockfish is not None and "stockfish" not in _WARMED:
+        game = FowSearchGame()
+        batch = game.expand(np.array([0]))
+        kids = game.positions(batch.state)
+        with StockfishPool(replace(stockfish, cache_entries=0)) as pool:
+            pool.children(game.positions(np.array([0]))[0], kids,
+                          batch.action.astype(np.uint16))
+            pool.evaluate(kids[:2])
+        _WARMED.add("stockfish")
 
 
 class ObscuroAgent(AgentBase):
@@ -601,7 +632,6 @@ class ObscuroAgent(AgentBase):
         self._belief_ms = 0.0
         self._resample = False
         self._fallbacks = 0
-        self._warmed_up = False
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ObscuroAgent:
@@ -649,9 +679,7 @@ class ObscuroAgent(AgentBase):
                                evaluator_factory=factory, capacity=self._capacity(time_control))
         if self._pool is not None:
             self._pool.start(cfg.expanders)
-        if not self._warmed_up:
-            _warm_up()  # loads the compiled kernels off the clock (once per process is enough)
-            self._warmed_up = True
+        _warm_up(cfg.stockfish if self._pool is not None else None)  # off the clock
         game_seed = _mix_seed(cfg.seed, seed, self.color)
         self._search.new_game(self.color, game_seed)
         self._rng = np.random.default_rng(game_seed)
@@ -661,8 +689,9 @@ class ObscuroAgent(AgentBase):
         self._fallbacks = 0
 
     def _capacity(self, tc: TimeControl) -> int:
-        """Arena rows for this game's budget, at most `max_nodes`: an arena is allocated (and
-        filled) at the game's first two moves, which a 2M-row arena makes cost ~0.15 s."""
+        """Arena rows for this game's budget, at most `max_nodes`: two arenas are allocated (and
+        filled) at the game's first moves, which 2M rows make cost ~0.15 s; a time budget
+        reserves four times the growth it expects."""
         cfg = self.config
         rate = NODES_PER_S_STOCKFISH if cfg.uses_stockfish else NODES_PER_S_SIMPLE
         own = cfg.budget
@@ -680,7 +709,8 @@ class ObscuroAgent(AgentBase):
                 ms = self.config.time.max_share * tc.initial_ms + tc.increment_ms
             else:
                 ms = float(DEFAULT_UNTIMED_MS)
-            need = 2.0 * rate * ms / 1000.0
+            need = 4.0 * rate * ms / 1000.0
+            return int(min(cfg.max_nodes, need + MIN_TIMED_CAPACITY))
         return int(min(cfg.max_nodes, max(MIN_CAPACITY, need + MIN_CAPACITY)))
 
     def observe(self, observation: Observation, own_move: int | None) -> None:
@@ -866,6 +896,8 @@ class ObscuroAgent(AgentBase):
         if plan is not None:
             info["plan_ms"] = {"allot": round(plan.allot_ms, 1),
                                "search_end": round(plan.search_end_ms, 1), "roots": plan.roots}
+            if eng is not None and eng.deadline is not None:  # > 0: the search ended late
+                info["plan_ms"]["late"] = round(1000.0 * (eng.run_end - eng.deadline), 1)
         if self._pool is not None:
             st = self._pool.stats()
             info["stockfish"] = {"leaf_calls": st.leaf_calls, "own_calls": st.own_calls,

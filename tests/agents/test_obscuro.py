@@ -339,7 +339,7 @@ def test_stockfish_processes_are_reused_across_searches() -> None:
     expander slot plus one for the calling thread, for the whole game."""
     agent = ObscuroAgent()
     try:
-        s = play(agent, RandomAgent(seed=6), "mt=0.1", seed=41)
+        s = play(agent, RandomAgent(seed=6), "mt=0.25", seed=41)
         check_clean(s, 0)
         assert len(own_plies(s, 0)) >= 3
         pool = agent._pool
