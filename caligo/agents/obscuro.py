@@ -37,6 +37,7 @@ Options (`obscuro:key=value,...`, `ObscuroConfig.from_options`): see `OPTIONS_HE
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import math
@@ -563,6 +564,10 @@ def _mix_seed(*parts: int) -> int:
     return int(seq.generate_state(1, dtype=np.uint64)[0] & np.uint64(0x7FFFFFFFFFFFFFFF))
 
 
+def _same(ev: FowEvaluator) -> FowEvaluator:
+    return ev
+
+
 _WARMED: set[str] = set()
 """Which warm-ups this process has run (numba loads a cached kernel on its first call)."""
 
@@ -586,7 +591,8 @@ def _warm_up(stockfish: StockfishConfig | None) -> None:
                 game = FowSearchGame()  # one store per player: compaction renumbers it
                 ev = FowEvaluator(game, SimpleEvaluator())
                 belief = FowBelief(game, seat)
-                sa = SearchAgent(game, belief, ev, cfg, evaluator_factory=lambda e=ev: e)
+                sa = SearchAgent(game, belief, ev, cfg, evaluator_factory=functools.partial(
+                    _same, ev))
                 sa.new_game(seat, 0)
                 seats.append((sa, belief, game))
             truth = Game()
