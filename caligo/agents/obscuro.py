@@ -53,11 +53,12 @@ import numpy as np
 from caligo.agents.base import AgentBase, Clock, Decision, TcKind, TimeControl
 from caligo.agents.fow_search import FowBelief, FowEvaluator, FowSearchGame, compact_arena
 from caligo.errors import CaligoError
-from caligo.fow.belief import BeliefConfig
+from caligo.fow.belief import BeliefConfig, BeliefSet
+from caligo.fow.errors import FowError
 from caligo.fow.evaluate import LeafEvaluator, SimpleEvaluator
 from caligo.fow.expand import observation_key
 from caligo.fow.observation import Observation
-from caligo.fow.position import move_to_uci
+from caligo.fow.position import KING, move_to_uci
 from caligo.fow.stockfish import (
     StockfishConfig,
     StockfishEngine,
@@ -162,6 +163,8 @@ MIN_TIMED_CAPACITY = 32_768
 """Arena rows on top of the growth under an iteration / a time budget (a time budget's arena
 is allocated on the clock: 100k rows cost about 15 ms)."""
 MIN_SEARCH_S = 0.002
+REPAIR_ATTEMPTS = 3
+"""Replays of a lost subsample of P with fresh salts before P is given up."""
 
 
 @dataclass(frozen=True)
@@ -638,6 +641,9 @@ class ObscuroAgent(AgentBase):
         self._belief_ms = 0.0
         self._resample = False
         self._fallbacks = 0
+        self._lost = False
+        self._repairs = 0
+        self._checkpoint: tuple[BeliefSet, int] | None = None
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ObscuroAgent:
@@ -693,6 +699,9 @@ class ObscuroAgent(AgentBase):
         self._belief_ms = 0.0
         self._resample = False
         self._fallbacks = 0
+        self._lost = False
+        self._repairs = 0
+        self._checkpoint = (self._belief.set, 0)
 
     def _capacity(self, tc: TimeControl) -> int:
         """Arena rows for this game's budget, at most `max_nodes`: two arenas are allocated (and
@@ -725,7 +734,14 @@ class ObscuroAgent(AgentBase):
         assert self._search is not None and self._belief is not None and self._game is not None
         t0 = time.perf_counter()
         self._belief.expect(observation)
-        self._search.observe(observation_key(observation), own_move)
+        try:
+            self._search.observe(observation_key(observation), own_move)
+        except FowError as exc:  # the key has moved on; P has not
+            if not self._lost:  # once P is gone (below) only the key follows the game
+                self._repair_belief(exc)
+        bel = self._belief.set
+        if bel.exact and not self._lost:
+            self._checkpoint = (bel, len(self.history))
         ms = 1000.0 * (time.perf_counter() - t0)
         if own_move is None:
             self._belief_ms = ms
@@ -734,6 +750,31 @@ class ObscuroAgent(AgentBase):
             eng = self._search.engine
             if eng is not None:  # off the clock: drop store rows the tree no longer holds
                 compact_arena(self._game, eng.arena)
+
+    def _repair_belief(self, exc: FowError) -> None:
+        """P was capped to a uniform subsample (more than `belief_cap` positions were possible)
+        and no position of the subsample survived an observation. Replay the observations
+        since the last exact P with fresh sampling salts; if no replay survives, give P up for
+        the rest of the game (`act` then plays a safe fallback) instead of crashing."""
+        assert self._belief is not None and self._checkpoint is not None
+        base, start = self._checkpoint
+        log.warning("obscuro: %s; replaying %d plies with new salts", exc,
+                    len(self.history) - start)
+        for attempt in range(1, REPAIR_ATTEMPTS + 1):
+            cfg = replace(base.config, seed=base.config.seed + 7919 * attempt)
+            bel = replace(base, config=cfg)
+            try:
+                for own, obs in self.history[start:]:
+                    bel = (bel.update_opponent_move(obs) if own is None
+                           else bel.update_own_move(own, obs))
+            except FowError:
+                continue
+            self._belief.set = bel
+            self._repairs += 1
+            return
+        log.error("obscuro: P is lost (no subsample survived %d replays); playing without it",
+                  REPAIR_ATTEMPTS)
+        self._lost = True
 
     def force(self, move: int) -> None:
         """Play `move` at this turn instead of searching."""
@@ -783,6 +824,8 @@ class ObscuroAgent(AgentBase):
         assert self._search is not None and self._belief is not None
         if not legal:
             raise ValueError("act needs at least one legal move")
+        if self._lost:
+            return self._without_belief(legal, t_start)
         search_cfg, plan = self._budget(clock)
         sa = self._search
         end = None if plan is None else t_start + plan.search_end_ms / 1000.0
@@ -837,6 +880,20 @@ class ObscuroAgent(AgentBase):
                 f"moves {sorted(legal_set)[:8]}...")
         self._search.force(move)
         return move, play / total
+
+    def _without_belief(self, legal: Sequence[int], t_start: float) -> Decision:
+        """P is lost: capture a visible king, else draw a legal move uniformly."""
+        obs = self.history[-1][1] if self.history else None
+        move = int(legal[int(self._rng.integers(len(legal)))])
+        if obs is not None:
+            king = obs.pieces[(1 - self.color) * 6 + KING] & obs.visible
+            if king:
+                sq = king.bit_length() - 1
+                move = next((int(m) for m in legal if (int(m) >> 6) & 63 == sq), move)
+        assert self._search is not None
+        self._search.force(move)
+        return Decision(move, info={"belief_lost": True, "repairs": self._repairs,
+                                    "ms": round(1000.0 * (time.perf_counter() - t_start), 1)})
 
     def _fallback(self, legal: Sequence[int], t_start: float, exc: BaseException) -> Decision:
         """A uniformly drawn legal move after a failed search; the tree is dropped."""
@@ -910,4 +967,6 @@ class ObscuroAgent(AgentBase):
                                  "restarts": st.restarts, "fallbacks": st.fallbacks}
         if self._fallbacks:
             info["fallbacks"] = self._fallbacks
+        if self._repairs:
+            info["belief_repairs"] = self._repairs
         return info

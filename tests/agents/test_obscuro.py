@@ -365,3 +365,26 @@ def test_engine_protocol_serves_obscuro() -> None:
         agent.close()
     assert subprocess.run([sys.executable, "-m", "caligo", "engine", "--list"],
                           capture_output=True, text=True, check=True).stdout.count("obscuro")
+
+
+def test_a_lost_subsample_of_p_never_crashes_the_agent() -> None:
+    """With P capped at 3 positions the subsample soon holds no position consistent with an
+    observation (`BeliefError` in `caligo.fow`): the agent replays with fresh salts, then
+    plays on without P; the game still ends by the rules."""
+    agent = create("obscuro:budget=iters=20,eval=simple,belief=3")
+    assert isinstance(agent, ObscuroAgent)
+    seen = {"repairs": 0, "lost": 0}
+    try:
+        for g in range(4 if SHORT else 12):
+            s = play(agent, RandomAgent(seed=g), "none", seed=60 + g, agent_white=g % 2 == 0)
+            me = 0 if g % 2 == 0 else 1
+            assert s.end is not None and s.end.reason in GOOD_ENDS, s.end
+            for p in own_plies(s, me):
+                info = p.decision.info  # type: ignore[union-attr]
+                assert "fallback" not in info
+                seen["repairs"] = max(seen["repairs"], info.get("belief_repairs", 0),
+                                      info.get("repairs", 0))
+                seen["lost"] += bool(info.get("belief_lost"))
+    finally:
+        agent.close()
+    assert seen["repairs"] + seen["lost"] > 0  # the failure really happened and was handled
