@@ -20,12 +20,16 @@ either one on request. `Ablation` presets turn off one technique of seed 001 sec
 
 **Time management** (`TimeManager`): solvency first. For a clock, a move may use
 `(remaining - reserve) / moves_left + inc_share * increment`, capped at `max_share` of the
-usable clock; from that the manager subtracts what is not search: the P update of the
-opponent's ply just received (measured), the measured overhead of earlier moves (subgame
-construction with its root evaluations, read-out; an upward-biased running estimate) and a
-safety margin. Under a short clock the number of sampled roots shrinks with the allotment, so the
-construction never eats the move. A move time is treated the same way with the move time as the
-allotment. The referee's deadline always bounds the plan.
+usable clock; a move time is the allotment itself; the referee's deadline bounds both. The
+search's budget is fixed when the search starts, from what is left of the allotment after the
+subgame's construction, minus the P update of the opponent's ply just received (on the clock for
+an engine behind a pipe), a safety margin and the expected read-out. Under a short allotment
+fewer roots are sampled, so their evaluation never eats the move.
+
+P's memory cap: when the capped subsample loses every position consistent with an
+observation, the observations since the last exact P are replayed with fresh sampling salts;
+if none survives, P is given up for the rest of the game (the agent then captures a visible king
+or plays a uniformly drawn legal move) rather than crashing.
 
 Stockfish processes: the search starts fresh expander threads at every move, and
 `StockfishPool` binds an engine to a thread, so a plain pool would start new processes every
