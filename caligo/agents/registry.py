@@ -214,6 +214,35 @@ register(
 )
 
 
+def _stockfish_missing() -> str | None:
+    from caligo.fow.stockfish import StockfishError, find_stockfish
+
+    try:
+        find_stockfish()
+    except StockfishError as exc:
+        return str(exc)
+    return None
+
+
+register(
+    "obscuro",
+    "caligo.agents.obscuro:ObscuroAgent.from_options",
+    strength=100,
+    description="Obscuro search (seed 001): KLUSS + one-sided GT-CFR + PCFR+, Stockfish leaves "
+    "when found (options: budget=auto|iters=N|mt=S, eval=auto|stockfish|simple, "
+    "ablation=none|no_purify|klss|two_sided|uniform_prior|all_off|simple_eval, "
+    "subgame=kluss|klss|common_knowledge, expand=R, "
+    "roots=N, expanders=N, nodes=N, belief=N, seed=N, stockfish=PATH)",
+)
+register(
+    "stockfish-pi",
+    "caligo.agents.stockfish_pi:StockfishPIAgent.from_options",
+    strength=20,
+    description="Stockfish's move in one position sampled from P, the naive baseline "
+    "(options: depth=N, seed=N, stockfish=PATH)",
+    requires=_stockfish_missing,
+)
+
 __all__ = [
     "EXTERNAL",
     "AgentInfo",

@@ -18,13 +18,24 @@ from caligo.cli import (
     cmd_fow,
     cmd_play,
     cmd_search,
+    cmd_strength,
     cmd_subgame,
     cmd_web,
     cmd_zs21,
 )
 from caligo.cli._util import HelpFormatter, add_verbose, subparsers_of
 
-_MODULES = (cmd_core, cmd_subgame, cmd_fow, cmd_search, cmd_bench, cmd_play, cmd_web, cmd_zs21)
+_MODULES = (
+    cmd_core,
+    cmd_subgame,
+    cmd_fow,
+    cmd_search,
+    cmd_bench,
+    cmd_play,
+    cmd_web,
+    cmd_zs21,
+    cmd_strength,
+)
 
 DESCRIPTION = """\
 Caligo: solve two-player zero-sum imperfect-information games (OpenSpiel games and built-ins),

@@ -1,0 +1,163 @@
+"""`caligo strength`: tables of match results and of an engine's per-move statistics.
+
+    caligo strength table RESULT.json ...     one markdown row per match (`caligo match --json`)
+    caligo strength moves MATCH.db --engine NAME [--json OUT]
+                                              means of the analysis an engine reported per
+                                              move (`Decision.info`) over a match's games,
+                                              beside seed 001 appendix D's figures
+
+Both read files `caligo match` wrote; nothing is recomputed from the games.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from caligo.errors import CaligoError
+
+
+class StrengthError(CaligoError, ValueError):
+    """A file `caligo strength` cannot read, or an engine the database does not hold."""
+
+
+PAPER_STATS = {
+    "plies_per_game": 116.6,
+    "depth": 10.7,
+    "nodes": 1_070_552.0,
+    "infosets": 14_404.0,
+    "carried_nodes": 181_421.0,
+    "carried_infosets": 3_162.0,
+    "belief": 17_264.0,
+}
+"""Seed 001 appendix D: averages over 1,000 games at 5 s per move (10 cores, 5 per side)."""
+
+MOVE_FIELDS = ("belief", "nodes", "infosets", "carried_nodes", "carried_infosets", "depth",
+               "iterations", "expansions", "sampled", "roots")
+
+
+def _read_json(path: str) -> dict[str, Any]:
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise StrengthError(f"cannot read match result {path!r}: {exc}") from None
+    if not isinstance(data, dict) or "engines" not in data:
+        raise StrengthError(f"{path!r} is not a `caligo match --json` result")
+    return data
+
+
+def table_row(data: dict[str, Any]) -> str:
+    """One markdown row: engines, time controls, games, W-D-L, pentanomial, score, Elo, SPRT."""
+    a, b = data["engines"]
+    tcs = data.get("time_controls", ["?", "?"])
+    tc = tcs[0] if tcs[0] == tcs[1] else f"{tcs[0]} / {tcs[1]}"
+    elo = data.get("elo")
+    if elo:
+        lo, hi = elo["ci95"]
+        e = f"{elo['logistic']:+.0f} [{lo:+.0f}, {hi:+.0f}]"
+        score = f"{100 * data['score']:.1f}%"
+    else:
+        e = score = "-"
+    sprt = data.get("sprt")
+    s = f"{sprt['decision']} (LLR {sprt['llr']:.2f} [{sprt['bounds'][0]:.2f}, " \
+        f"{sprt['bounds'][1]:.2f}])" if sprt else "-"
+    penta = ", ".join(str(x) for x in data["pentanomial"])
+    return (f"| {a} | {b} | {tc} | {data['games']} | +{data['wins']} ={data['draws']} "
+            f"-{data['losses']} | [{penta}] | {score} | {e} | {s} |")
+
+
+TABLE_HEADER = ("| engine A | engine B | budget | games | A: W-D-L | pentanomial | A's score "
+                "| Elo (95% CI) | SPRT |\n|---|---|---|---|---|---|---|---|---|")
+
+
+def move_stats(db: str, engine: str) -> dict[str, Any]:
+    """Means of `engine`'s per-move analysis over the finished games of the database."""
+    import sqlite3
+
+    if not Path(db).is_file():
+        raise StrengthError(f"no database {db!r}")
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        games = con.execute("SELECT id, white, black, start_fen FROM games WHERE status = "
+                            "'finished'").fetchall()
+        sums: dict[str, float] = dict.fromkeys(MOVE_FIELDS, 0.0)
+        counts: dict[str, int] = dict.fromkeys(MOVE_FIELDS, 0)
+        exact = moves = n_games = plies = 0
+        ms = 0.0
+        for gid, white, black, fen in games:
+            if engine not in (white, black):
+                continue
+            n_games += 1
+            black_first = " b " in fen
+            rows = con.execute("SELECT ply, engine_info, elapsed_ms FROM plies WHERE game_id = ?",
+                               (gid,)).fetchall()
+            plies += len(rows)
+            for ply, text, elapsed in rows:
+                mover_white = (ply % 2 == 1) != black_first
+                if (white if mover_white else black) != engine or not text:
+                    continue
+                info = json.loads(text).get("info", {})
+                if "nodes" not in info:
+                    continue
+                moves += 1
+                ms += float(elapsed or 0.0)
+                exact += bool(info.get("belief_exact", True))
+                for key in MOVE_FIELDS:
+                    value = info.get(key)
+                    if isinstance(value, int | float) and math.isfinite(value):
+                        sums[key] += float(value)
+                        counts[key] += 1
+    finally:
+        con.close()
+    if not moves:
+        raise StrengthError(f"no analysed move of engine {engine!r} in {db!r}")
+    out: dict[str, Any] = {"engine": engine, "games": n_games, "moves": moves,
+                           "plies_per_game": plies / n_games, "ms_per_move": ms / moves,
+                           "belief_exact_share": exact / moves}
+    for key in MOVE_FIELDS:
+        out[key] = sums[key] / counts[key] if counts[key] else None
+    return out
+
+
+def _moves(args: argparse.Namespace) -> int:
+    stats = move_stats(args.db, args.engine)
+    print(f"{stats['engine']}: {stats['moves']} moves in {stats['games']} games, "
+          f"{stats['ms_per_move']:.0f} ms per move")
+    print("| statistic (mean per move) | Caligo | seed 001 App. D (5 s/move, 10 cores) |")
+    print("|---|---|---|")
+    for key in ("plies_per_game", "depth", "nodes", "infosets", "carried_nodes",
+                "carried_infosets", "belief", "iterations", "expansions", "sampled", "roots"):
+        v = stats.get(key)
+        ref = PAPER_STATS.get(key)
+        print(f"| {key} | {'-' if v is None else f'{v:,.1f}'} | "
+              f"{'' if ref is None else f'{ref:,.1f}'} |")
+    print(f"| P exact (share of moves) | {100 * stats['belief_exact_share']:.1f}% | |")
+    if args.json:
+        Path(args.json).write_text(json.dumps(stats, indent=1) + "\n")
+    return 0
+
+
+def _table(args: argparse.Namespace) -> int:
+    print(TABLE_HEADER)
+    for path in args.results:
+        print(table_row(_read_json(path)))
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add `caligo strength`."""
+    p = sub.add_parser("strength", help="tables of match results and per-move statistics",
+                       description=__doc__.splitlines()[0] if __doc__ else None)
+    s = p.add_subparsers(dest="strength_command", required=True, metavar="COMMAND")
+    t = s.add_parser("table", help="markdown rows of `caligo match --json` results")
+    t.add_argument("results", nargs="+", help="JSON files written by `caligo match --json`")
+    t.set_defaults(func=_table)
+    m = s.add_parser("moves", help="an engine's per-move analysis averaged over a match")
+    m.add_argument("db", help="SQLite file written by `caligo match --db`")
+    m.add_argument("--engine", required=True, help="the engine's name in the match")
+    m.add_argument("--json", help="also write the statistics here")
+    m.set_defaults(func=_moves)
+

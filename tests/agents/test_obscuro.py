@@ -1,0 +1,390 @@
+"""`ObscuroAgent` through the referee: complete games, determinism, the analysis, the clock.
+
+Expected values and where they come from:
+
+- legality and game endings: the referee (`caligo.play`) and the FoW rules of `caligo.fow`
+  decide them; an illegal move, a crash or a missed deadline would end a game with that reason
+  (issue 8), so "no such ending" is checked against the referee's verdicts;
+- the analysis' belief size: `caligo.fow.BeliefSet` replayed on the agent's own transcript
+  (the referee's record of what the agent observed), not the agent's copy;
+- the ablation presets: the text of seed 001 section 4.1 (which switch each ablation turns);
+- "purification off": seed 001 section 4.1 item 1 (mix over all stable actions, also under
+  Resolve and past three), computed with `caligo.search.purify` on the searched policy;
+- time: the referee's clock (monotonic, increment after each move); the time manager's
+  solvency from arithmetic on the allotments it plans.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from caligo.agents.base import Clock, TcKind, TimeControl
+from caligo.agents.external import ExternalAgent
+from caligo.agents.obscuro import (
+    Ablation,
+    Budget,
+    BudgetKind,
+    ObscuroAgent,
+    ObscuroConfig,
+    ObscuroConfigError,
+    SlotPool,
+    TimeManager,
+    TimeManagerConfig,
+    stockfish_available,
+)
+from caligo.agents.random_agent import RandomAgent
+from caligo.agents.registry import AgentSpecError, create, strongest
+from caligo.fow.belief import BeliefSet
+from caligo.play.referee import play_game
+from caligo.play.session import EndReason, GameSession, SessionConfig
+from caligo.search.config import (
+    Expansion,
+    Purification,
+    ResolvePrior,
+    SubgameKind,
+)
+from caligo.search.purify import purify
+from tests.conftest import SHORT
+
+HAVE_SF = stockfish_available()
+needs_sf = pytest.mark.skipif(not HAVE_SF, reason="Debian's stockfish is not installed")
+FAILURES = {EndReason.ILLEGAL_MOVE, EndReason.CRASH, EndReason.TIME_FORFEIT}
+GOOD_ENDS = {EndReason.KING_CAPTURE, EndReason.THREEFOLD_REPETITION, EndReason.FIFTY_MOVES,
+             EndReason.NO_MOVES}
+
+
+def play(agent: ObscuroAgent | RandomAgent, opponent: ObscuroAgent | RandomAgent, tc: str,
+         seed: int, agent_white: bool = True, timeout_ms: int = 60_000) -> GameSession:
+    """One game through the referee (`caligo.play`), agent against opponent."""
+    t = TimeControl.parse(tc)
+    config = SessionConfig(f"t-{seed}", seeds=(seed, seed + 1000), time_controls=(t, t),
+                           move_timeout_ms=timeout_ms)
+    session = GameSession(config)
+    pair = (agent, opponent) if agent_white else (opponent, agent)
+    play_game(session, pair)
+    assert session.end is not None
+    return session
+
+
+def own_plies(session: GameSession, color: int) -> list:  # type: ignore[type-arg]
+    return [p for p in session.plies if p.mover == color]
+
+
+def check_clean(session: GameSession, color: int) -> None:
+    """No illegal move, crash or forfeit; the agent never fell back from a failed search."""
+    end = session.end
+    assert end is not None
+    assert end.reason in GOOD_ENDS, (end.reason, end.detail)
+    for p in own_plies(session, color):
+        assert p.decision is not None and "fallback" not in p.decision.info, p.decision.info
+
+
+# --- complete games against RandomAgent -----------------------------------------------------
+
+
+@pytest.mark.slow
+def test_200_games_against_random_without_illegal_move_crash_or_forfeit() -> None:
+    """Issue 9: 200 complete games (CI: 6) at a small iteration budget with the default
+    evaluator (Stockfish when installed), half as White, and no bad ending."""
+    games = 6 if SHORT else 200
+    agent = create("obscuro:budget=iters=40")
+    assert isinstance(agent, ObscuroAgent)
+    opponent = RandomAgent(seed=5)
+    results = {"win": 0, "draw": 0, "loss": 0}
+    try:
+        for g in range(games):
+            white = g % 2 == 0
+            session = play(agent, opponent, "none", seed=g, agent_white=white)
+            check_clean(session, 0 if white else 1)
+            score = {"1-0": 1.0, "0-1": 0.0}.get(session.end.result, 0.5)  # type: ignore[union-attr]
+            score = score if white else 1.0 - score
+            results["win" if score == 1 else "draw" if score == 0.5 else "loss"] += 1
+    finally:
+        agent.close()
+    assert results["win"] >= games // 2  # a sanity bound; strength is measured in matches
+
+
+@needs_sf
+def test_time_manager_never_flags_on_fast_clocks() -> None:
+    """5+0.1 and 2+0.05 games (CI: one of each) between two Obscuro agents on the real clock,
+    so both think on every move of a long game: no forfeit, clock left at the end."""
+    agent = ObscuroAgent()
+    opponent = create("obscuro:eval=simple")
+    assert isinstance(opponent, ObscuroAgent)
+    worst = 0.0
+    plies = 0
+    try:
+        for g, tc in enumerate(["5+0.1", "2+0.05"] * (1 if SHORT else 4)):
+            white = g % 2 == 0
+            me = 0 if white else 1
+            session = play(agent, opponent, tc, seed=100 + g, agent_white=white)
+            check_clean(session, me)
+            check_clean(session, 1 - me)
+            plies += session.ply
+            for color in (0, 1):
+                left = session.clock_ms(color)
+                assert left is not None and left > 0
+            for p in own_plies(session, me):
+                worst = max(worst, p.elapsed_ms)
+                assert p.decision is not None and "plan_ms" in p.decision.info
+    finally:
+        agent.close()
+        opponent.close()
+    assert plies >= 60  # long games: the clocks were really spent
+    assert worst < 1000.0  # no move took a fifth of a 5 s clock
+
+
+@needs_sf
+def test_move_time_is_kept() -> None:
+    """mt=0.3: every move within its move time (the referee forfeits a late answer)."""
+    agent = ObscuroAgent()
+    try:
+        session = play(agent, RandomAgent(seed=3), "mt=0.3", seed=7)
+        check_clean(session, 0)
+        times = [p.elapsed_ms for p in own_plies(session, 0)]
+        assert times and max(times) <= 300.0
+        assert np.median(times) > 150.0  # and the budget is used, not wasted
+    finally:
+        agent.close()
+
+
+def test_time_manager_is_solvent() -> None:
+    """Spending exactly each planned allotment never runs a clock below its reserve, with or
+    without increment, over games far longer than expected."""
+    tm = TimeManager(TimeManagerConfig())
+    reserve = tm.config.reserve_ms
+    for initial, inc in ((5000, 100), (2000, 0), (180_000, 2000), (1000, 0), (60_000, 0)):
+        remaining = float(initial)
+        for move in range(300):
+            clock = Clock(TcKind.CLOCK, remaining_ms=int(remaining), increment_ms=inc,
+                          deadline_ms=int(remaining))
+            spend = tm.allotment(clock, move)
+            assert 0.0 <= spend <= remaining
+            remaining = remaining - spend + inc
+            assert remaining >= min(reserve, initial) * 0.5, (initial, inc, move, remaining)
+    mt = Clock(TcKind.MOVETIME, movetime_ms=500, deadline_ms=500)
+    assert tm.allotment(mt, 0) == 500.0
+    plan = tm.plan(mt, 0, belief_ms=40.0, min_roots=256)
+    assert plan.search_end_ms <= 500.0 - 40.0 - tm.config.safety_ms
+    assert plan.roots * tm.per_root_ms <= tm.config.root_share * plan.search_end_ms + 1e-9
+    tm.record(construct_ms=300.0, sampled=100, tail_ms=50.0)  # slower roots: fewer next time
+    assert tm.plan(mt, 0, 0.0, 256).roots < plan.roots
+
+
+# --- determinism and the analysis --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("evaluator", ["simple", pytest.param("stockfish", marks=needs_sf)])
+def test_fixed_iterations_are_deterministic(evaluator: str) -> None:
+    """Same seeds, fixed iterations: the same game, move for move, and the same trees."""
+
+    def game() -> tuple[list[str], list[int]]:
+        agent = create(f"obscuro:budget=iters=60,eval={evaluator}")
+        try:
+            s = play(agent, RandomAgent(seed=2), "none", seed=11, agent_white=False)
+        finally:
+            agent.close()
+        nodes = [p.decision.info["nodes"] for p in own_plies(s, 1)]  # type: ignore[union-attr]
+        return [p.uci for p in s.plies], nodes
+
+    first, second = game(), game()
+    assert first == second and len(first[0]) > 4
+
+
+@needs_sf
+def test_analysis_fields() -> None:
+    """Every move reports the belief (its size equal to an independent BeliefSet replay of the
+    agent's transcript), the tree, the search and the time split."""
+    agent = create("obscuro:budget=iters=80")
+    try:
+        s = play(agent, RandomAgent(seed=4), "none", seed=21, agent_white=False)
+    finally:
+        agent.close()
+    transcript = s.transcript_dict(1)
+    ref = BeliefSet.initial(1, s.config.start_fen)
+    sizes = []
+    for entry in s.plies:
+        if entry.mover == 1:
+            sizes.append(len(ref))
+        ref = _replay_step(ref, s, entry)
+    plies = own_plies(s, 1)
+    assert len(plies) == len(sizes) and transcript
+    for p, size in zip(plies, sizes, strict=True):
+        info = p.decision.info
+        assert info["belief"] == size and info["belief_exact"] is True
+        assert info["belief_cap"] == ObscuroConfig().belief_cap
+        assert info["nodes"] >= info["carried_nodes"] >= 0
+        assert info["infosets"] >= info["carried_infosets"] >= 0
+        # 80 iterations, 20 expansion walks (expand=0.25) plus the one that gives our infoset a
+        # strategy when no root of it is expanded yet
+        assert info["iterations"] == 80 and 1 <= info["expansions"] <= 21
+        assert info["depth"] >= 1 and info["roots"] >= 1
+        assert info["gadget"] in ("none", "maxmargin", "resolve")
+        assert 0.0 <= info["p_max"] <= 1.0
+        assert info["gadget"] == "resolve" or info["p_max"] == 0.0
+        assert info["value"] is None or -1.0 <= info["value"] <= 1.0
+        assert 0.99 <= sum(p.decision.policy.values()) <= 1.0 + 1e-9
+        assert p.move in p.decision.policy
+        assert sum(info["policy"].values()) <= 1.0 + 1e-3  # rounded to 4 places
+        t = info["time_ms"]
+        assert set(t) >= {"belief", "construct", "solve", "expand", "search_total"}
+        assert info["evaluator"] == "stockfish" and info["ablation"] == "none"
+        json.dumps(info)
+    assert any(p.decision.info["sampled"] > 0 for p in plies)  # P outgrew the carried tree
+
+
+def _replay_step(ref: BeliefSet, s: GameSession, entry) -> BeliefSet:  # type: ignore[no-untyped-def]
+    """Advance Black's BeliefSet by one ply of the game, from Black's observation there."""
+    from caligo.fow.game import Game
+    from caligo.fow.observation import observe
+
+    g = Game(s.config.start_fen)
+    for p in s.plies[: entry.ply]:
+        g.push(p.move)
+    obs = observe(g.position, 1)
+    if entry.mover == 1:
+        return ref.update_own_move(entry.move, obs)
+    return ref.update_opponent_move(obs)
+
+
+# --- configuration --------------------------------------------------------------------------
+
+
+def test_ablation_presets_follow_seed_001() -> None:
+    """Section 4.1: 1 purification off, 2 KLSS, 3 two-sided GT-CFR, 4 uniform Resolve prior,
+    5 all four, 6 simple evaluation; everything else stays Obscuro's."""
+    base = ObscuroConfig().search_config()
+    assert (base.subgame, base.expansion, base.resolve_prior, base.purification) == (
+        SubgameKind.KLUSS, Expansion.ONE_SIDED, ResolvePrior.BLUEPRINT_MIX,
+        Purification.STABLE_TOP3)
+    cfg = {a: ObscuroConfig(ablation=a).search_config() for a in Ablation}
+    assert cfg[Ablation.KLSS].subgame is SubgameKind.KLSS
+    assert cfg[Ablation.TWO_SIDED].expansion is Expansion.TWO_SIDED
+    assert cfg[Ablation.UNIFORM_PRIOR].resolve_prior is ResolvePrior.UNIFORM
+    off = cfg[Ablation.ALL_OFF]
+    assert (off.subgame, off.expansion, off.resolve_prior) == (
+        SubgameKind.KLSS, Expansion.TWO_SIDED, ResolvePrior.UNIFORM)
+    assert not Ablation.NO_PURIFY.purifies and not Ablation.ALL_OFF.purifies
+    assert all(a.purifies for a in Ablation if a not in (Ablation.NO_PURIFY, Ablation.ALL_OFF))
+    for a in (Ablation.NONE, Ablation.NO_PURIFY, Ablation.SIMPLE_EVAL):
+        assert cfg[a] == base
+    assert not ObscuroConfig(ablation=Ablation.SIMPLE_EVAL).uses_stockfish
+
+
+def test_purification_off_mixes_over_every_stable_action() -> None:
+    """Seed 001 4.1 item 1 against Fig. 8: with p_max > 0 Obscuro plays a* only; the ablation
+    mixes over all stable actions (four here, past MAXSUPPORT = 3)."""
+    pi = np.array([0.4, 0.2, 0.15, 0.15, 0.1])
+    stable = np.array([True, True, True, True, False])
+    on = purify(pi, stable, 0.5, Purification.STABLE_TOP3)
+    assert on.tolist() == [1.0, 0, 0, 0, 0]
+    off = purify(pi, stable, 0.0, Purification.STABLE_TOP3, max_support=pi.size)
+    np.testing.assert_allclose(off, [0.5, 0.2, 0.15, 0.15, 0.0])
+
+
+@needs_sf
+def test_purification_off_agent_plays_from_the_stable_mix() -> None:
+    agent = create("obscuro:budget=iters=60,ablation=no_purify")
+    try:
+        s = play(agent, RandomAgent(seed=8), "none", seed=31)
+    finally:
+        agent.close()
+    check_clean(s, 0)
+    mixed = [p for p in own_plies(s, 0) if len(p.decision.policy) > 1]  # type: ignore[union-attr]
+    for p in own_plies(s, 0):
+        assert p.decision.info["ablation"] == "no_purify"  # type: ignore[union-attr]
+    assert all(sum(p.decision.policy.values()) == pytest.approx(1.0) for p in mixed)
+
+
+def test_options_and_their_errors() -> None:
+    a = create("obscuro:budget=iters=500,eval=simple,ablation=klss,roots=64,seed=3,expand=0.5")
+    assert isinstance(a, ObscuroAgent)
+    c = a.config
+    assert c.budget == Budget(BudgetKind.ITERATIONS, iterations=500)
+    assert (c.min_roots, c.seed, c.expand_ratio, c.ablation) == (64, 3, 0.5, Ablation.KLSS)
+    assert Budget.parse("mt=1.5") == Budget(BudgetKind.MOVETIME, movetime_ms=1500)
+    assert str(Budget.parse("iters=7")) == "iters=7" and str(Budget()) == "auto"
+    for spec, match in (
+        ("obscuro:threads=2", "unknown option"),
+        ("obscuro:eval=nnue", "invalid eval 'nnue'"),
+        ("obscuro:ablation=fast", "invalid ablation 'fast'"),
+        ("obscuro:budget=soon", "invalid budget 'soon'"),
+        ("obscuro:roots=many", "roots must be an integer"),
+        ("obscuro:expand=-1", "expand_ratio must be > 0"),
+        ("obscuro:eval=stockfish,stockfish=/nonexistent/sf", "no Stockfish executable"),
+    ):
+        with pytest.raises(AgentSpecError, match=match):
+            create(spec)
+    with pytest.raises(ObscuroConfigError):
+        ObscuroConfig(expanders=0)
+
+
+def test_obscuro_is_the_strongest_agent() -> None:
+    """The web page and `make run` play `strongest()`: Obscuro can always run (its built-in
+    evaluator needs nothing installed)."""
+    assert strongest() == "obscuro"
+
+
+# --- engines and processes ---------------------------------------------------------------
+
+
+@needs_sf
+def test_stockfish_processes_are_reused_across_searches() -> None:
+    """The search starts new expander threads every move; the slot pool keeps one engine per
+    expander slot plus one for the calling thread, for the whole game."""
+    agent = ObscuroAgent()
+    try:
+        s = play(agent, RandomAgent(seed=6), "mt=0.25", seed=41)
+        check_clean(s, 0)
+        assert len(own_plies(s, 0)) >= 3
+        pool = agent._pool
+        assert isinstance(pool, SlotPool)
+        assert pool.stats().engines == agent.config.expanders + 1
+        assert pool.stats().restarts == 0 and pool.stats().leaf_calls > 0
+    finally:
+        agent.close()
+    assert all(e.closed for e in pool._engines)
+
+
+def test_engine_protocol_serves_obscuro() -> None:
+    """`caligo engine --agent obscuro:...` plays a full game over the JSON-lines protocol."""
+    cmd = [sys.executable, "-m", "caligo", "engine", "--agent",
+           "obscuro:budget=iters=30,eval=simple"]
+    agent = ExternalAgent(cmd)
+    try:
+        s = play(agent, RandomAgent(seed=12), "none", seed=51)  # type: ignore[arg-type]
+        assert s.end is not None and s.end.reason in GOOD_ENDS, s.end
+        info = own_plies(s, 0)[0].decision.info  # type: ignore[union-attr]
+        assert info["iterations"] == 30 and info["evaluator"] == "simple"
+    finally:
+        agent.close()
+    assert subprocess.run([sys.executable, "-m", "caligo", "engine", "--list"],
+                          capture_output=True, text=True, check=True).stdout.count("obscuro")
+
+
+def test_a_lost_subsample_of_p_never_crashes_the_agent() -> None:
+    """With P capped at 3 positions the subsample soon holds no position consistent with an
+    observation (`BeliefError` in `caligo.fow`): the agent replays with fresh salts, then
+    plays on without P; the game still ends by the rules."""
+    agent = create("obscuro:budget=iters=20,eval=simple,belief=3")
+    assert isinstance(agent, ObscuroAgent)
+    seen = {"repairs": 0, "lost": 0}
+    try:
+        for g in range(4 if SHORT else 12):
+            s = play(agent, RandomAgent(seed=g), "none", seed=60 + g, agent_white=g % 2 == 0)
+            me = 0 if g % 2 == 0 else 1
+            assert s.end is not None and s.end.reason in GOOD_ENDS, s.end
+            for p in own_plies(s, me):
+                info = p.decision.info  # type: ignore[union-attr]
+                assert "fallback" not in info
+                seen["repairs"] = max(seen["repairs"], info.get("belief_repairs", 0),
+                                      info.get("repairs", 0))
+                seen["lost"] += bool(info.get("belief_lost"))
+    finally:
+        agent.close()
+    assert seen["repairs"] + seen["lost"] > 0  # the failure really happened and was handled
