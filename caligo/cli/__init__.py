@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 
@@ -80,7 +81,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         parser = build_parser()
+        argv = list(sys.argv[1:] if argv is None else argv)
         args = parser.parse_args(argv)
+        args.command_line = "caligo " + shlex.join(argv)  # recorded by commands that write results
         logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
         status = args.func(args)
     except KeyboardInterrupt:

@@ -29,6 +29,12 @@ def _engine(args: argparse.Namespace) -> int:
     return serve(args.agent, sys.stdin.buffer, sys.stdout.buffer)
 
 
+def _version() -> str:
+    from importlib.metadata import version
+
+    return version("caligo")
+
+
 def _match(args: argparse.Namespace) -> int:
     from caligo.agents.base import TimeControl
     from caligo.play.errors import PlayError
@@ -60,6 +66,7 @@ def _match(args: argparse.Namespace) -> int:
         pgn=Path(args.pgn) if args.pgn else None,
         db=Path(args.db) if args.db else None,
         json=Path(args.json) if args.json else None,
+        meta=(("command", args.command_line), ("version", _version())),
     )
     a, b = engines
     print(
@@ -125,7 +132,7 @@ def register(sub: Any) -> None:
         "match",
         help="play colour-swapped pairs between two engines (Elo, pentanomial, SPRT)",
         description="Play a match of colour-swapped pairs and report W-D-L, pentanomial counts,"
-        " Elo with 95%% intervals, LOS, SPRT and an exact binomial test.",
+        " Elo with 95% intervals, LOS, SPRT and an exact binomial test.",
     )
     m.add_argument("--engine", action="append", required=True, help=_ENGINE_HELP + "; give two")
     m.add_argument("--rounds", type=int, default=10, help="number of pairs (default 10)")

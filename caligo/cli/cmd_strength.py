@@ -55,7 +55,12 @@ def table_row(data: dict[str, Any]) -> str:
     tcs = data.get("time_controls", ["?", "?"])
     tc = tcs[0] if tcs[0] == tcs[1] else f"{tcs[0]} / {tcs[1]}"
     elo = data.get("elo")
-    if elo:
+    penta_counts = data["pentanomial"]
+    if elo and data["pairs"] and max(penta_counts[0], penta_counts[-1]) == data["pairs"]:
+        # every pair won (or lost) 2-0: the variance is 0 and the Elo has no finite estimate
+        e = "unbounded (every pair 2-0)" if penta_counts[-1] else "unbounded (every pair 0-2)"
+        score = f"{100 * data['score']:.1f}%"
+    elif elo:
         lo, hi = elo["ci95"]
         e = f"{elo['logistic']:+.0f} [{lo:+.0f}, {hi:+.0f}]"
         score = f"{100 * data['score']:.1f}%"

@@ -206,6 +206,8 @@ class Outputs:
     pgn: Path | None = None
     db: Path | None = None
     json: Path | None = None
+    #: extra fields for the JSON result, e.g. the command line that ran the match
+    meta: tuple[tuple[str, str], ...] = ()
 
     @property
     def transcripts(self) -> Path | None:
@@ -578,7 +580,9 @@ def run_match(
         store.finish_match(config.match_id, result.to_dict())
         store.close()
     if outputs.json is not None:
-        outputs.json.write_text(json.dumps(result.to_dict(), indent=1) + "\n")
+        outputs.json.write_text(
+            json.dumps({**dict(outputs.meta), **result.to_dict()}, indent=1) + "\n"
+        )
     return result
 
 

@@ -42,6 +42,16 @@ def test_table_and_move_statistics(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["strength", "table", str(tmp_path / "missing.json")]) == 2
 
 
+def test_table_row_of_a_clean_sweep() -> None:
+    # every pair 2-0: the pentanomial variance is 0, so no finite Elo or interval exists
+    data = {"engines": ["a", "b"], "time_controls": ["iters=5", "iters=5"], "pairs": 3,
+            "games": 6, "wins": 6, "draws": 0, "losses": 0, "pentanomial": [0, 0, 0, 0, 3],
+            "score": 1.0, "elo": {"logistic": 1200.0, "ci95": [1200.0, 1200.0]}}
+    assert "| 100.0% | unbounded (every pair 2-0) |" in table_row(data)
+    data.update(wins=0, losses=6, pentanomial=[3, 0, 0, 0, 0], score=0.0)
+    assert "| 0.0% | unbounded (every pair 0-2) |" in table_row(data)
+
+
 def _plies(db: Path) -> list[tuple[int, bool]]:
     """(plies, obscuro is White) of each game, from the games table."""
     import sqlite3

@@ -45,6 +45,8 @@ def test_match_command_writes_everything(
     assert "Pentanomial [LL, LD+DL, LW+DD+WL, DW+WD, WW]" in out
     result = json.loads(js.read_text())
     assert result["games"] == 6 and sum(result["pentanomial"]) == 3
+    assert result["command"].startswith("caligo match --engine random --engine random:seed=2 ")
+    assert result["version"]
     assert result["sprt"]["bounds"] == pytest.approx([-2.944439, 2.944439], abs=1e-6)
     assert pgn.read_text().count('[Variant "Fog of War"]') == 6
     assert len((tmp_path / "m.transcripts.jsonl").read_text().splitlines()) == 6
