@@ -400,6 +400,16 @@ class CFRSolver:
         """
         return normalize_per_infoset(self.tree, self._avg)
 
+    @property
+    def average(self) -> FloatArray:
+        """`average_strategy()`, under the name `CFRResult` uses (a fresh array each read)."""
+        return self.average_strategy()
+
+    @property
+    def current(self) -> FloatArray:
+        """`current_strategy()`, under the name `CFRResult` uses (a copy each read)."""
+        return self.current_strategy()
+
     def cumulative_regrets(self) -> FloatArray:
         """The cumulative regret of every slot (a copy)."""
         return self._regrets.copy()

@@ -110,6 +110,11 @@ def test_dcfr_matches_openspiel_python_dcfr() -> None:
     np.testing.assert_allclose(
         ours.average_strategy(), from_tabular_policy(tree, theirs.average_policy()), atol=1e-9
     )
+    # the solver reads like CFRResult: `average` / `current` are the methods' values
+    np.testing.assert_array_equal(ours.average, ours.average_strategy())
+    np.testing.assert_array_equal(ours.current, ours.current_strategy())
+    result = solve_cfr(tree, CFRConfig.dcfr(), 30)
+    np.testing.assert_allclose(result.average, ours.average, atol=1e-12)
 
 
 def test_simultaneous_updates_match_openspiel_python_cfr() -> None:
