@@ -79,6 +79,7 @@ def _games_stats(args: argparse.Namespace) -> int:
 
     with notice("building the seven games and their knowledge sets ..."):
         rows = table2_rows()
+    plotted = _plot_table2(rows, args.plot) if args.plot is not None else None
     if args.json:
         print_json([{"game": r.label, "spec": r.spec, "nodes": r.nodes, "infosets": r.infosets,
                      "diameter": r.diameter, "avg_k": list(r.avg), "paper": {
@@ -87,7 +88,39 @@ def _games_stats(args: argparse.Namespace) -> int:
                     for r in rows])
         return 0
     print(format_table2(rows, markdown=args.markdown))
+    if plotted is not None:
+        print(f"plot: {plotted}")
     return 0
+
+
+def _plot_table2(rows: Any, path: Path) -> Path:
+    """Average |I^k| against k per game (log y): ours as lines, the paper's cells as rings."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ks = ["1", "2", "3", "4", "inf"]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for i, r in enumerate(rows):
+        color = f"C{i}"
+        ax.plot(ks[: len(r.avg_full)], r.avg_full, marker=".", color=color,
+                label=f"{r.label} (diameter {r.diameter})")
+        paper = [(k, v) for k, v in zip(ks, r.paper.avg, strict=False) if v is not None]
+        if paper:
+            ax.scatter([k for k, _ in paper], [v for _, v in paper], s=80, facecolors="none",
+                       edgecolors=color)
+    ax.set_yscale("log")
+    ax.set_xlabel("k (order of the knowledge set)")
+    ax.set_ylabel("average |I^k| over decision nodes")
+    ax.set_title("Knowledge-set growth; rings: Zhang & Sandholm 2021, Table 2")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
 
 
 def _games_show(args: argparse.Namespace) -> int:
@@ -291,6 +324,8 @@ def register(sub: Any) -> None:
     fmt = stats.add_mutually_exclusive_group()
     fmt.add_argument("--markdown", action="store_true", help="print a Markdown table")
     fmt.add_argument("--json", action="store_true", help="print JSON")
+    stats.add_argument("--plot", type=plot_file, metavar="PNG",
+                       help="also draw average |I^k| against k per game (log y)")
     stats.set_defaults(func=_games_stats)
     show = gsub.add_parser("show", help="sizes of one game", description="Build a game's "
                            "tree and print its sizes.", formatter_class=HelpFormatter)

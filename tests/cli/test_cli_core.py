@@ -210,3 +210,14 @@ def test_bench_without_a_checkout_says_so(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("CALIGO_BENCH_DIR", str(tmp_path / "nowhere"))
     status, _, err = _run(["bench", "core"], capsys)
     assert status == 2 and "source checkout" in err
+
+
+def test_games_stats_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Kuhn's row of Table 2 (Zhang & Sandholm 2021): 58 nodes; the plot is a real PNG
+    png = tmp_path / "k.png"
+    status, out, _ = _run(["games", "stats", "--plot", str(png)], capsys)
+    assert status == 0 and f"plot: {png}" in out and "Kuhn" in out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    status, out, _ = _run(["games", "stats", "--json", "--plot", str(png)], capsys)
+    assert status == 0
+    assert {r["game"]: r["nodes"] for r in json.loads(out)}["Kuhn poker"] == 58
