@@ -640,14 +640,8 @@ class ObscuroAgent(AgentBase):
         self._game: FowSearchGame | None = None
         self._belief: FowBelief | None = None
         self._search: _Search | None = None
-        self._rng = np.random.default_rng(0)
-        self._own_moves = 0
-        self._belief_ms = 0.0
-        self._resample = False
-        self._fallbacks = 0
-        self._lost = False
-        self._repairs = 0
         self._checkpoint: tuple[BeliefSet, int] | None = None
+        self._reset_game(0)
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ObscuroAgent:
@@ -698,6 +692,11 @@ class ObscuroAgent(AgentBase):
         _warm_up(cfg.stockfish if self._pool is not None else None)  # off the clock
         game_seed = _mix_seed(cfg.seed, seed, self.color)
         self._search.new_game(self.color, game_seed)
+        self._reset_game(game_seed)
+        self._checkpoint = (self._belief.set, 0)
+
+    def _reset_game(self, game_seed: int) -> None:
+        """The per-game state: the game's generator, counters, and no pending repair."""
         self._rng = np.random.default_rng(game_seed)
         self._own_moves = 0
         self._belief_ms = 0.0
@@ -705,7 +704,6 @@ class ObscuroAgent(AgentBase):
         self._fallbacks = 0
         self._lost = False
         self._repairs = 0
-        self._checkpoint = (self._belief.set, 0)
 
     def _capacity(self, tc: TimeControl) -> int:
         """Arena rows for this game's budget, at most `max_nodes`: two arenas are allocated (and
