@@ -36,7 +36,9 @@ def random_game(
             raise GameError(f"random_game needs {name} in [0, 1], got {name}={prob!r}")
 
     def rng(*key: Hashable) -> random.Random:
-        return random.Random(hash((seed, *key)))
+        # a str seed is hashed with SHA-512 by `random`, the same in every process; Python's
+        # hash() of a tuple with strings changes with PYTHONHASHSEED, so a game did too
+        return random.Random(repr((seed, *key)))
 
     def player_fn(h: tuple[int, ...]) -> int:
         if len(h) >= max_depth:

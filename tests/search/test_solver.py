@@ -27,8 +27,10 @@ GAMES = ["kuhn_poker", "leduc_poker", "liars_dice(dice_sides=3)",
 
 
 def _trees() -> list[GameTree]:
-    return [load_game(g) for g in GAMES] + [build_tree(random_game(s, max_depth=5))
-                                            for s in range(4)]
+    # the first four random games with both players deciding (a draw can end at the root)
+    randoms = (build_tree(random_game(s, max_depth=5)) for s in range(100))
+    playable = [t for t in randoms if len(set(t.infoset_player.tolist())) == 2]
+    return [load_game(g) for g in GAMES] + playable[:4]
 
 
 @pytest.mark.parametrize("tree", _trees(), ids=lambda t: t.name[:30])
