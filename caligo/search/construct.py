@@ -651,9 +651,7 @@ def build_kluss(
     need = min(belief.size(), config.min_roots) - carried_i
     sampled = 0
     if need > 0:
-        exclude = game.state_key(nd.state[i_nodes].astype(np.int64)) if i_nodes.size else (
-            np.zeros(0, dtype=np.uint64))
-        picks = np.asarray(belief.sample(need, exclude, rng), dtype=np.int64)
+        picks = _sample_outside(game, belief, nd, i_nodes, need, rng)
         sampled = int(picks.size)
         if picks.size:
             _add_sampled(groups, picks, game, belief, evaluator, cur_key, config, v_star,
@@ -662,6 +660,14 @@ def build_kluss(
     # 5-6. the new arena
     return _materialize(old, new, groups, strat, game, config, searcher, util_scale,
                         carried_i, sampled, v_star, cur_key)
+
+
+def _sample_outside(game: SearchGame, belief: Belief, nd: NodeArrays, i_nodes: np.ndarray,
+                    need: int, rng: np.random.Generator) -> np.ndarray:
+    """`need` states drawn from the belief, none of them already a node of `i_nodes`."""
+    exclude = game.state_key(nd.state[i_nodes].astype(np.int64)) if i_nodes.size else (
+        np.zeros(0, dtype=np.uint64))
+    return np.asarray(belief.sample(need, exclude, rng), dtype=np.int64)
 
 
 def _add_sampled(groups: list[_Group], picks: np.ndarray, game: SearchGame, belief: Belief,

@@ -294,9 +294,7 @@ def make_subgame(
     need = min(config.particles, size) - kept_i
     particles = 0
     if need > 0:
-        exclude = game.state_key(nd.state[i_nodes].astype(np.int64)) if i_nodes.size else (
-            np.zeros(0, dtype=np.uint64))
-        picks = np.asarray(belief.sample(need, exclude, rng), dtype=np.int64)
+        picks = C._sample_outside(game, belief, nd, i_nodes, need, rng)
         particles = int(picks.size)
         if picks.size:  # singleton opponent infosets, threshold min(û, ũ(h)) (Fig. 9's too)
             C._add_sampled(groups, picks, game, belief, evaluator, cur_key,
