@@ -41,8 +41,10 @@ a false merge needs a 128-bit collision, probability about n^2 / 2^129 (10^-21 a
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 import numpy as np
@@ -76,6 +78,7 @@ from caligo.fow.position import (
     unmake_move,
 )
 from caligo.fow.values import Color, ColorLike, MoveLike, color
+from caligo.limits import Deadline
 
 ROW_WORDS = 13
 """A stored position: 12 piece bitboards + packed (side | castling << 1 | ep << 5)."""
@@ -261,6 +264,9 @@ def _flush(
 def _expand_kernel(
     rows: np.ndarray,
     n_rows: int,
+    n_total: int,
+    mul: int,
+    add: int,
     player: int,
     target: np.ndarray,
     clocks: np.uint64,
@@ -273,18 +279,21 @@ def _expand_kernel(
     state: np.ndarray,
     max_moves: int,
 ) -> int:
-    """Expand parents state[S_NEXT].. by every move of the side to move (an opponent ply) into
-    the children whose observation equals `target`, deduplicated.
+    """Expand parents state[S_NEXT] .. n_rows - 1 by every move of the side to move (an
+    opponent ply) into the children whose observation equals `target`, deduplicated.
 
-    rows uint64 (>= n_rows, ROW_WORDS): parents. player: the observer. target uint64
-    (OBS_WORDS,): the observation received. clocks: clocks word for the unpacked parents (not
-    observed, not stored). salt, threshold, count_threshold: fingerprint salt and the
-    storage and counting bounds (see `_insert`). out_rows uint64 (R, ROW_WORDS), out_hash
-    uint64 (R,), table uint64 (T, 2), state int64 (S_WORDS,): in/out counters. max_moves: move
-    buffer length (the module's move cap; smaller in tests of the overflow path).
-    Returns ST_DONE, or ST_GROW_ROWS / ST_GROW_TABLE when it stopped (at a parent boundary,
-    with nothing pending) for more room; call again after growing. ST_OVERFLOW: parent
-    state[S_NEXT] has more than max_moves moves (only a hand-built array can).
+    rows uint64 (n_total, ROW_WORDS): parents; the i-th visited is rows[(mul * i + add) %
+    n_total] (mul coprime to n_total: every parent once; mul = 1, add = 0 is the natural
+    order), so a prefix of the visits is an evenly spread subset of P. player: the observer.
+    target uint64 (OBS_WORDS,): the observation received. clocks: clocks word for the
+    unpacked parents (not observed, not stored). salt, threshold, count_threshold:
+    fingerprint salt and the storage and counting bounds (see `_insert`). out_rows uint64
+    (R, ROW_WORDS), out_hash uint64 (R,), table uint64 (T, 2), state int64 (S_WORDS,):
+    in/out counters. max_moves: move buffer length (the module's move cap; smaller in tests
+    of the overflow path). Returns ST_DONE, or ST_GROW_ROWS / ST_GROW_TABLE when it stopped
+    (at a parent boundary, with nothing pending) for more room; call again after growing.
+    ST_OVERFLOW: the parent of visit state[S_NEXT] has more than max_moves moves (only a
+    hand-built array can).
     """
     pos = np.empty(POS_WORDS, dtype=np.uint64)
     undo = np.empty(UNDO_WORDS, dtype=np.uint64)
@@ -309,7 +318,7 @@ def _expand_kernel(
             _flush(pend_rows, pend_fp, n_pend, thr, cthr, out_rows, out_hash, table, st)
             state[S_NEXT] = i
             return ST_GROW_TABLE
-        _unpack_row(rows[i], clocks, pos)
+        _unpack_row(rows[(mul * i + add) % n_total], clocks, pos)
         # squares the target sees whose contents differ in this parent: a move changes at
         # most 4 squares (castling), so it must touch every one of them
         diff = U0
@@ -628,9 +637,17 @@ class BeliefSet:
     config: BeliefConfig = field(default_factory=BeliefConfig)
     fullmove0: int = 1
     last: UpdateStats | None = None
+    pending: _Pending | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "player", color(self.player))
+
+    @property
+    def partial(self) -> bool:
+        """True while an opponent-ply update stopped at its deadline is unfinished: the rows
+        are the children of the parents expanded so far (an evenly spread subset of them),
+        and `complete` or `truncate` decides what happens to the rest."""
+        return self.pending is not None
 
     @classmethod
     def initial(
@@ -724,29 +741,74 @@ class BeliefSet:
         code = resolve_move(self.positions(np.arange(1))[0], move)
         return self._update(code, obs)
 
-    def update_opponent_move(self, obs: Observation) -> BeliefSet:
-        """Return P after an unseen opponent move, given the observation received after it."""
-        return self._update(-1, obs)
+    def update_opponent_move(self, obs: Observation, deadline: Deadline | None = None,
+                             spread: bool | None = None) -> BeliefSet:
+        """Return P after an unseen opponent move, given the observation received after it.
 
-    def _update(self, own_move: int, obs: Observation) -> BeliefSet:
+        With a `deadline` the update stops at its hard instant (after at least one matching
+        child) and returns a `partial` set: the children of the parents expanded so far,
+        visited in a spread order (`spread`, default: when there is a deadline) so they are an
+        evenly spread subset. Nothing is dropped yet: `complete()` expands the rest (later, on
+        the opponent's time), `truncate()` gives it up and reports it (`exact` False, the size
+        an estimate). A partial set is consumed by either call.
+        """
+        self._check_update(-1, obs)
+        if self.partial:
+            return self.complete().update_opponent_move(obs, deadline, spread)
+        exp = _Expansion(self.rows, int(self.player), obs.to_array(), self._clocks(),
+                         self.config, np.random.default_rng([self.config.seed, self.ply]),
+                         spread=deadline is not None if spread is None else spread)
+        upd = _Update(exp, obs, self.exact)
+        exp.run(deadline)
+        return self._after(upd)
+
+    def complete(self, deadline: Deadline | None = None) -> BeliefSet:
+        """Finish a partial update (all of it, or until `deadline`: still partial then);
+        the set itself when it is not partial."""
+        if self.pending is None:
+            return self
+        upd = self.pending.consume()
+        upd.exp.run(deadline)
+        return self._base()._after(upd)
+
+    def truncate(self) -> BeliefSet:
+        """Give up a partial update's unexpanded parents: P becomes the rows found so far, a
+        reported subsample (`exact` False, `size_kind` ESTIMATE); the set itself when it is
+        not partial."""
+        if self.pending is None:
+            return self
+        rows, stats = self.pending.consume().exp.rows()
+        return BeliefSet(self.player, rows, self.ply, False, stats.distinct, SizeKind.ESTIMATE,
+                         self.config, self.fullmove0, stats)
+
+    def _base(self) -> BeliefSet:
+        """The set the pending update started from (its ply, before the update)."""
+        return replace(self, ply=self.ply - 1, pending=None)
+
+    def _check_update(self, own_move: int, obs: Observation) -> None:
         if not isinstance(obs, Observation):
             raise TypeError(f"an update needs an Observation, got {type(obs).__name__}")
         if obs.player != self.player:
             raise BeliefError(f"{obs.player}'s observation given to {self.player}'s belief set")
+        if self.partial:
+            return  # the pending update comes first; its rows say who is to move then
         mover = Color(int(self.rows[0, 12] & 1)) if len(self) else None
         if (own_move >= 0) != (mover == self.player):
             who = "own" if own_move >= 0 else "opponent"
             raise BeliefError(f"{who} move update at ply {self.ply}, but {mover} is to move")
-        rows, stats = _expand(
-            self.rows,
-            int(self.player),  # a plain int: numba cannot lower IntEnum members
-            obs.to_array(),
-            own_move,
-            self._clocks(),
-            self.config,
-            np.random.default_rng([self.config.seed, self.ply]),
-        )
-        if rows.shape[0] == 0 and self.exact:
+
+    def _after(self, upd: _Update) -> BeliefSet:
+        """The set after the (possibly unfinished) opponent-ply update `upd`."""
+        rows, stats = upd.exp.rows()
+        if not upd.exp.done:
+            return BeliefSet(self.player, rows, self.ply + 1, False, stats.distinct,
+                             SizeKind.ESTIMATE, self.config, self.fullmove0, stats,
+                             _Pending(upd, upd.generation))
+        return self._finished(rows, stats, upd.obs, upd.exact)
+
+    def _finished(self, rows: np.ndarray, stats: UpdateStats, obs: Observation,
+                  exact: bool) -> BeliefSet:
+        if rows.shape[0] == 0 and exact:
             raise BeliefError(
                 f"no position is consistent with observation {obs.dark_fen()!r} at ply "
                 f"{self.ply + 1} ({self.player})"
@@ -761,19 +823,219 @@ class BeliefSet:
             player=self.player,
             rows=rows,
             ply=self.ply + 1,
-            exact=self.exact and stats.distinct == rows.shape[0],
+            exact=exact and stats.distinct == rows.shape[0],
             size_seen=stats.distinct,
             size_kind=(
                 SizeKind.ESTIMATE
                 if stats.distinct_estimated
                 else SizeKind.EXACT
-                if self.exact
+                if exact
                 else SizeKind.LOWER_BOUND
             ),
             config=self.config,
             fullmove0=self.fullmove0,
             last=stats,
         )
+
+    def _update(self, own_move: int, obs: Observation) -> BeliefSet:
+        self._check_update(own_move, obs)
+        if self.partial:
+            return self.complete()._update(own_move, obs)
+        rows, stats = _expand(
+            self.rows,
+            int(self.player),  # a plain int: numba cannot lower IntEnum members
+            obs.to_array(),
+            own_move,
+            self._clocks(),
+            self.config,
+            np.random.default_rng([self.config.seed, self.ply]),
+        )
+        return self._finished(rows, stats, obs, self.exact)
+
+
+@dataclass
+class _Update:
+    """An opponent-ply update that stopped at a deadline, shared by the partial sets made
+    from it; `generation` counts them, so only the newest one may go on (an older one would
+    repeat or skip work)."""
+
+    exp: _Expansion
+    obs: Observation
+    exact: bool  # the parents were exact
+    generation: int = 0
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """What a partial set holds: its update and the generation it saw."""
+
+    update: _Update
+    generation: int
+
+    def consume(self) -> _Update:
+        """The update, for the one call that goes on from this set; BeliefError if an
+        earlier call did already."""
+        upd = self.update
+        if upd.generation != self.generation:
+            raise BeliefError("this partial belief set was already completed or truncated "
+                              "(use the set the last call returned)")
+        upd.generation += 1
+        return upd
+
+
+_GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+
+
+def _spread_multiplier(n: int) -> int:
+    """An int near n / golden ratio coprime to n: visiting i -> (mul * i + add) % n spreads
+    every prefix of the visits evenly over the n parents (a Weyl sequence)."""
+    if n <= 2:
+        return 1
+    mul = max(1, round(n * _GOLDEN))
+    while math.gcd(mul, n) != 1:
+        mul += 1
+    return mul % n or 1
+
+
+class _Expansion:
+    """One opponent-ply update of P in progress: the kernel's buffers and counters, resumable
+    between deadlines (`run`), with the rows found so far available at any time (`rows`).
+
+    Parents are visited in a spread order when `spread` (`_spread_multiplier`, random offset):
+    then the children found before a deadline are those of an evenly spread subset of P,
+    which is what a cut-off update keeps. Without `spread`, the natural order (the rows come
+    out exactly as a one-go update makes them).
+    """
+
+    def __init__(self, rows: np.ndarray, player: int, target: np.ndarray, clocks: np.uint64,
+                 config: BeliefConfig, rng: np.random.Generator, spread: bool) -> None:
+        cap = config.max_positions
+        self.src = np.ascontiguousarray(rows)
+        self.n = int(self.src.shape[0])
+        self.player = player
+        self.target = target
+        self.clocks = clocks
+        self.cap = cap
+        self.salt = np.uint64(rng.integers(0, 2**64 - 1, dtype=np.uint64, endpoint=True))
+        self.mul, self.add = 1, 0
+        if spread and self.n > 2:
+            self.mul = _spread_multiplier(self.n)
+            self.add = int(rng.integers(0, self.n))
+        top = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+        self.top = top
+        self.threshold = top  # rows stored: fingerprints <= threshold
+        self.count_threshold = top  # fingerprints counted: <= count_threshold
+        self.count_limit = config.count_factor * cap
+        self.row_limit = 2 * cap + MAX_MOVES + BATCH
+        row_cap = min(max(1024, 4 * self.n), self.row_limit)
+        self.out_rows = np.empty((row_cap, ROW_WORDS), dtype=np.uint64)
+        self.out_hash = np.empty(row_cap, dtype=np.uint64)
+        tsize = 1 << max(11, int(2 * min(row_cap, self.count_limit)).bit_length())
+        self.table = np.zeros((tsize, 2), dtype=np.uint64)
+        self.state = np.zeros(S_WORDS, dtype=np.int64)
+        self.seconds = 0.0
+
+    @property
+    def visited(self) -> int:
+        """Parents expanded so far."""
+        return int(self.state[S_NEXT])
+
+    @property
+    def done(self) -> bool:
+        """True once every parent was expanded."""
+        return self.visited >= self.n
+
+    def run(self, deadline: Deadline | None = None) -> bool:
+        """Expand more parents: all of them, or in chunks until `deadline`'s hard instant
+        (at least one chunk, and on until a child is found: P is never empty). Return
+        `done`."""
+        t0 = time.perf_counter()
+        if deadline is None:
+            self._step(self.n)
+        else:
+            chunk = 256
+            while not self.done:
+                if deadline.passed() and self.state[S_ROWS] > 0:
+                    break
+                c0 = deadline.now()
+                before = self.visited
+                self._step(min(self.n, before + chunk))
+                per = (deadline.now() - c0) / max(self.visited - before, 1)
+                # chunks of about 2 ms (and never past what is left)
+                left = max(deadline.left(), 0.0)
+                chunk = int(min(2e-3, left / 2) / max(per, 1e-9))
+                chunk = max(32, min(chunk, 1 << 16))
+        self.seconds += time.perf_counter() - t0
+        return self.done
+
+    def _step(self, end: int) -> None:
+        """Run the kernel over the visits up to `end`, growing buffers and trimming at the cap
+        as it asks."""
+        cap = self.cap
+        while True:
+            status = _expand_kernel(
+                self.src, end, self.n, self.mul, self.add, self.player, self.target,
+                self.clocks, self.salt, self.threshold, self.count_threshold, self.out_rows,
+                self.out_hash, self.table, self.state, MAX_MOVES,
+            )  # fmt: skip
+            if status == ST_DONE:
+                return
+            if status == ST_OVERFLOW:
+                raise _overflow(self.src[self.parent_of(self.visited)], self.clocks)
+            state = self.state
+            if status == ST_GROW_TABLE and state[S_TABLE] < self.count_limit:
+                new_table = np.zeros((2 * self.table.shape[0], 2), dtype=np.uint64)
+                _shrink(self.table, new_table, _ALL)  # a plain rehash into a larger table
+                self.table = new_table
+            elif status == ST_GROW_TABLE:
+                # bound the table: keep counting only the distinct children whose fingerprint
+                # is among the count_limit/2 smallest so far (a bottom-k sketch); the stored
+                # rows, trimmed to the cap first, all lie below that bound
+                if state[S_ROWS] > cap:
+                    self.threshold = np.uint64(
+                        _trim(self.out_rows, self.out_hash, int(state[S_ROWS]), cap))
+                    state[S_ROWS] = cap
+                hashes = self.table[:, 0][self.table[:, 0] != 0]
+                k = self.count_limit // 2
+                kth = np.partition(hashes, k - 1)[k - 1]
+                self.count_threshold = np.uint64(max(int(kth), int(self.threshold)))
+                new_table = np.zeros_like(self.table)
+                state[S_TABLE] = _shrink(self.table, new_table, self.count_threshold)
+                self.table = new_table
+            elif self.out_rows.shape[0] < self.row_limit:
+                grown = min(2 * self.out_rows.shape[0], self.row_limit)
+                extra = grown - self.out_rows.shape[0]
+                self.out_rows = np.concatenate(
+                    [self.out_rows, np.empty((extra, ROW_WORDS), dtype=np.uint64)])
+                self.out_hash = np.concatenate(
+                    [self.out_hash, np.empty(extra, dtype=np.uint64)])
+            else:
+                self.threshold = np.uint64(
+                    _trim(self.out_rows, self.out_hash, int(state[S_ROWS]), cap))
+                state[S_ROWS] = cap
+
+    def parent_of(self, visit: int) -> int:
+        """The row index of the `visit`-th parent visited."""
+        return (self.mul * visit + self.add) % max(self.n, 1)
+
+    def rows(self) -> tuple[np.ndarray, UpdateStats]:
+        """The children found so far (at most the cap) and the statistics: the final result
+        once `done`; before that, `distinct` estimates the whole update's count from the
+        share of parents visited."""
+        n = int(self.state[S_ROWS])
+        if n > self.cap:
+            self.threshold = np.uint64(_trim(self.out_rows, self.out_hash, n, self.cap))
+            self.state[S_ROWS] = n = self.cap
+        out = self.out_rows[:n].copy()
+        estimate: int | None = None
+        if self.count_threshold != self.top:
+            # distinct children estimated from the counted fraction of the fingerprint space
+            estimate = round(int(self.state[S_TABLE]) * 2.0**64 / (int(self.count_threshold) + 1))
+            estimate = max(estimate, n + 1)
+        if not self.done:
+            seen = estimate if estimate is not None else int(self.state[S_DISTINCT])
+            estimate = max(n, round(seen * self.n / max(self.visited, 1)))
+        return out, _stats(self.state, estimate)
 
 
 def _expand(
@@ -785,11 +1047,11 @@ def _expand(
     config: BeliefConfig,
     rng: np.random.Generator,
 ) -> tuple[np.ndarray, UpdateStats]:
-    """Run the update kernel to completion, growing buffers and trimming at the cap.
+    """An own-move update (P's rows after `own_move` and the observation `target`), or a
+    whole opponent-ply update run in one go.
 
     Returns (rows uint64 (k, ROW_WORDS) with k <= max_positions, the update's statistics).
     """
-    cap = config.max_positions
     src = np.ascontiguousarray(rows)
     if own_move >= 0:
         # |children| <= |parents| <= cap: no table, no trimming
@@ -805,65 +1067,9 @@ def _expand(
             n = _dedupe_kernel(out, n, table)
             st[S_ROWS] = st[S_DISTINCT] = n
         return out[:n].copy(), _stats(st)
-    salt = np.uint64(rng.integers(0, 2**64 - 1, dtype=np.uint64, endpoint=True))
-    top = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
-    threshold = top  # rows stored: fingerprints <= threshold
-    count_threshold = top  # fingerprints counted: <= count_threshold
-    count_limit = config.count_factor * cap
-    row_limit = 2 * cap + MAX_MOVES + BATCH
-    row_cap = min(max(1024, 4 * rows.shape[0]), row_limit)
-    out_rows = np.empty((row_cap, ROW_WORDS), dtype=np.uint64)
-    out_hash = np.empty(row_cap, dtype=np.uint64)
-    tsize = 1 << max(11, int(2 * min(row_cap, count_limit)).bit_length())
-    table = np.zeros((tsize, 2), dtype=np.uint64)
-    state = np.zeros(S_WORDS, dtype=np.int64)
-    while True:
-        status = _expand_kernel(
-            src, src.shape[0], player, target, clocks, salt, threshold, count_threshold,
-            out_rows, out_hash, table, state, MAX_MOVES,
-        )  # fmt: skip
-        if status == ST_DONE:
-            break
-        if status == ST_OVERFLOW:
-            raise _overflow(src[int(state[S_NEXT])], clocks)
-        if status == ST_GROW_TABLE and state[S_TABLE] < count_limit:
-            new_table = np.zeros((2 * table.shape[0], 2), dtype=np.uint64)
-            _shrink(table, new_table, _ALL)  # a plain rehash into a larger table
-            table = new_table
-        elif status == ST_GROW_TABLE:
-            # bound the table: keep counting only the distinct children whose fingerprint is
-            # among the count_limit/2 smallest so far (a bottom-k sketch); the stored rows,
-            # trimmed to the cap first, all lie below that bound
-            if state[S_ROWS] > cap:
-                threshold = np.uint64(_trim(out_rows, out_hash, int(state[S_ROWS]), cap))
-                state[S_ROWS] = cap
-            hashes = table[:, 0][table[:, 0] != 0]
-            k = count_limit // 2
-            kth = np.partition(hashes, k - 1)[k - 1]
-            count_threshold = np.uint64(max(int(kth), int(threshold)))
-            new_table = np.zeros_like(table)
-            state[S_TABLE] = _shrink(table, new_table, count_threshold)
-            table = new_table
-        elif out_rows.shape[0] < row_limit:
-            grown = min(2 * out_rows.shape[0], row_limit)
-            out_rows = np.concatenate(
-                [out_rows, np.empty((grown - out_rows.shape[0], ROW_WORDS), dtype=np.uint64)]
-            )
-            out_hash = np.concatenate(
-                [out_hash, np.empty(grown - out_hash.shape[0], dtype=np.uint64)]
-            )
-        else:
-            threshold = np.uint64(_trim(out_rows, out_hash, int(state[S_ROWS]), cap))
-            state[S_ROWS] = cap
-    n = int(state[S_ROWS])
-    if n > cap:
-        _trim(out_rows, out_hash, n, cap)
-        n = cap
-    if count_threshold == top:
-        return out_rows[:n].copy(), _stats(state)
-    # distinct children estimated from the counted fraction of the fingerprint space
-    estimate = round(int(state[S_TABLE]) * 2.0**64 / (int(count_threshold) + 1))
-    return out_rows[:n].copy(), _stats(state, max(estimate, n + 1))
+    exp = _Expansion(src, player, target, clocks, config, rng, spread=False)
+    exp.run(None)
+    return exp.rows()
 
 
 def _overflow(row: np.ndarray, clocks: np.uint64) -> TooManyMovesError:

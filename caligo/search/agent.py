@@ -34,6 +34,7 @@ from typing import Protocol
 
 import numpy as np
 
+from caligo.limits import Deadline, Limits
 from caligo.search.config import FirstDecision, SearchConfig, SearchError, SearchResult
 from caligo.search.construct import BuildInfo, start_key
 from caligo.search.engine import ExpansionStats, GrowingTreeSearch
@@ -107,6 +108,8 @@ class SearchAgent:
         self._pending_action: int | None = None
         self._v_prev: float | None = None
         self._opening: tuple[int, ExpansionStats, float] | None = None
+        self._resample = False
+        self._prepared: GrowingTreeSearch | None = None
         self.last: Decision | None = None
 
     # lifecycle ------------------------------------------------------------------------------
@@ -124,12 +127,31 @@ class SearchAgent:
         self._pending_action = None
         self._v_prev = None
         self._opening = None
+        self._resample = False
         self.last = None
 
     def _engine(self) -> GrowingTreeSearch:
+        eng, self._prepared = self._prepared, None
+        if eng is not None and eng.searcher == self.seat:
+            return eng
         return GrowingTreeSearch(self.game, self.evaluator, self.config, self.seat,
                                  evaluator_factory=self._factory, capacity=self._capacity,
                                  util_scale=self._util_scale)
+
+    def prepare(self) -> None:
+        """Allocate the next search's arenas now (after `new_game`, off the clock): a search
+        of a million rows costs about 0.1 s to allocate."""
+        if self._search is None and self._prepared is None and self.seat >= 0:
+            eng = self._engine()
+            eng.prepare()
+            self._prepared = eng
+
+    @property
+    def wants_warm_start(self) -> bool:
+        """True when the next decision first searches from the game's true start
+        (`FirstDecision.TRUE_START`, no tree yet, no failure since the game began)."""
+        return (self._search is None and not self._resample
+                and self.config.first_decision is FirstDecision.TRUE_START)
 
     def observe(self, obs: int, own_action: int | None = None) -> None:
         """One observation of ours; `own_action` (or the pending chosen/forced move) first."""
@@ -148,8 +170,9 @@ class SearchAgent:
         """Play `action` at the current decision instead of the chosen move."""
         self._pending_action = int(action)
 
-    def warm_start(self) -> None:
-        """The opening search from the true start (FirstDecision.TRUE_START), if not done."""
+    def warm_start(self, limits: Limits | None = None) -> None:
+        """The opening search from the true start (FirstDecision.TRUE_START), if not done,
+        within `limits` (default: the configuration's budget)."""
         if self._search is not None or self.config.first_decision is not FirstDecision.TRUE_START:
             return
         eng = self._engine()
@@ -157,12 +180,27 @@ class SearchAgent:
         s0 = self.game.start_state()
         obs = self.game.describe(np.array([s0], dtype=np.int64)).obs[0, self.seat]
         seed = _seed_of(self.seed, self.seat, start_key(int(obs), self.game.key_mode), 1)
-        self._opening = eng.run(seed)
+        self._opening = eng.run(seed, limits)
         self._search = eng
 
+    @property
+    def engine(self) -> GrowingTreeSearch | None:
+        """The current search (None before the first one, or after `reset_tree`)."""
+        return self._search
+
+    def reset_tree(self) -> None:
+        """Forget the tree and the previous value (after a failure): the next decisions of
+        this game sample their roots afresh (no search from the true start)."""
+        self._search = None
+        self._v_prev = None
+        self._resample = True
+
     # deciding -------------------------------------------------------------------------------
-    def act(self) -> Decision:
-        """Search at the current infoset and choose a move (module docstring)."""
+    def act(self, limits: Limits | None = None, construct: Deadline | None = None) -> Decision:
+        """Search at the current infoset within `limits` (default: the configuration's budget)
+        and choose a move (module docstring). `construct` bounds the subgame's construction
+        (the sampled roots' evaluation stops at its soft instant; default: the limits'
+        deadline)."""
         if self.seat < 0:
             raise SearchError("act before new_game")
         t_start = time.perf_counter()
@@ -170,8 +208,8 @@ class SearchAgent:
         rng = np.random.default_rng(seed)
         build: BuildInfo | None = None
         at_start = False
-        if self._search is None and self.config.first_decision is FirstDecision.TRUE_START:
-            self.warm_start()
+        if self.wants_warm_start:
+            self.warm_start(limits)
             assert self._search is not None
             at_start = self._search.arena.infoset_of_key(self.seat, self.key) >= 0 and (
                 self._search.arena.nodes.key[0, self.seat] == np.uint64(self.key)
@@ -186,10 +224,12 @@ class SearchAgent:
             if self._search is None:
                 self._search = self._engine()
             eng = self._search
-            build = eng.reroot(self.belief, self.key, rng, self._v_prev)
+            deadline = construct if construct is not None else (
+                None if limits is None else limits.deadline)
+            build = eng.reroot(self.belief, self.key, rng, self._v_prev, deadline)
             construct_s = time.perf_counter() - t0
             eng.ensure_infoset(self.key)
-            t_half, stats, solve_s = eng.run(seed)
+            t_half, stats, solve_s = eng.run(seed, limits)
         res = eng.result(self.key, t_half, stats, solve_s, construct_s, build,
                          time.perf_counter() - t_start)
         if not math.isnan(res.value):

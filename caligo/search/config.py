@@ -175,9 +175,13 @@ def _enum(name: str, value: object, kind: type[enum.Enum]) -> None:
 class SearchConfig:
     """Every knob of one search and of the agent loop around it; validated at construction.
 
-    budget: `Iterations(n)` or `Seconds(s)`. expansions: leaf expansions per search (each adds
-    all children of one leaf); in the deterministic schedule they are spread evenly over the
-    first (1 - solver_tail) of the iterations; with `Seconds` they are a cap (None: no cap).
+    budget: `Iterations(n)` or `Seconds(s)`, the budget of a search that is given no
+    `caligo.limits.Limits` (agents pass each move's limits to `run` / `act` instead).
+    expansions: leaf expansions per search (each adds all children of one leaf); in the
+    deterministic schedule they are spread evenly over the first (1 - solver_tail) of the
+    iterations; with `Seconds` they are a cap (None: no cap). expand_ratio: when set, a search
+    given an iteration count makes round(expand_ratio * count) expansions instead (and a timed
+    search no cap), so one configuration serves every budget.
     solver_tail: the share of the budget the solver runs on after the expanders stop (seed 001
     section 3.4; the paper does not quantify it). min_roots / max_roots: Fig. 9's
     MININFOSETSIZE (256) and an optional cap on the carried roots of our infoset (None: none).
@@ -191,6 +195,7 @@ class SearchConfig:
 
     budget: Iterations | Seconds = field(default_factory=lambda: Iterations(1000))
     expansions: int | None = 1000
+    expand_ratio: float | None = None
     expansion: Expansion = Expansion.ONE_SIDED
     subgame: SubgameKind = SubgameKind.KLUSS
     gadget: GadgetMode = GadgetMode.BLEND
@@ -234,7 +239,7 @@ class SearchConfig:
             raise SearchConfigError(f"expansions must be a nonnegative int or None, got "
                                     f"{self.expansions!r}")
         if self.expansions is None and isinstance(self.budget, Iterations) and (
-            self.expansion is not Expansion.FULL
+            self.expansion is not Expansion.FULL and self.expand_ratio is None
         ):
             raise SearchConfigError("an Iterations budget needs an expansion count "
                                     "(or Expansion.FULL)")
@@ -249,6 +254,12 @@ class SearchConfig:
         ):
             raise SearchConfigError(f"max_roots must be a positive int or None, got "
                                     f"{self.max_roots!r}")
+        if self.expand_ratio is not None and (
+            isinstance(self.expand_ratio, bool) or not isinstance(self.expand_ratio, int | float)
+            or not math.isfinite(self.expand_ratio) or self.expand_ratio <= 0
+        ):
+            raise SearchConfigError(f"expand_ratio must be a positive number or None, got "
+                                    f"{self.expand_ratio!r}")
         for name in ("puct_c", "explore_mix", "solver_tail"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):

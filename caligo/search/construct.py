@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
+from caligo.limits import Deadline
 from caligo.search.arena import (
     EXPANDED,
     F_PMAX,
@@ -549,8 +550,14 @@ def build_kluss(
     v_prev: float | None,
     rng: np.random.Generator,
     util_scale: float,
+    deadline: Deadline | None = None,
 ) -> BuildInfo:
-    """Fig. 9 on the arena (module docstring). `old` is only read; `new` is overwritten."""
+    """Fig. 9 on the arena (module docstring). `old` is only read; `new` is overwritten.
+
+    `deadline`: the sampled roots are evaluated in small batches until its soft instant; the
+    roots not evaluated by then are not added (at least one is when the carried tree has no
+    node of our infoset, so the searcher always has a decision).
+    """
     searcher = old.searcher
     opp = 1 - searcher
     n = old.n_nodes
@@ -652,10 +659,12 @@ def build_kluss(
     sampled = 0
     if need > 0:
         picks = _sample_outside(game, belief, nd, i_nodes, need, rng)
+        vals = evaluate_until(evaluator, picks, deadline, 1 if carried_i == 0 else 0)
+        picks = picks[: vals.size]
         sampled = int(picks.size)
         if picks.size:
             _add_sampled(groups, picks, game, belief, evaluator, cur_key, config, v_star,
-                         searcher, nd)
+                         searcher, nd, vals)
 
     # 5-6. the new arena
     return _materialize(old, new, groups, strat, game, config, searcher, util_scale,
@@ -670,14 +679,38 @@ def _sample_outside(game: SearchGame, belief: Belief, nd: NodeArrays, i_nodes: n
     return np.asarray(belief.sample(need, exclude, rng), dtype=np.int64)
 
 
+ROOT_BATCH = 16
+"""Sampled roots evaluated per evaluator call under a deadline (16 Stockfish calls ~ 11 ms)."""
+
+
+def evaluate_until(evaluator: Evaluator, states: np.ndarray, deadline: Deadline | None,
+                   keep_min: int = 0) -> np.ndarray:
+    """The evaluator's values of a prefix of `states`: all of them without a deadline, else
+    batches of `ROOT_BATCH` until the deadline's soft instant (at least `keep_min` states)."""
+    states = np.asarray(states, dtype=np.int64)
+    if deadline is None or states.size == 0:
+        return np.asarray(evaluator.states(states), dtype=np.float64)
+    out: list[np.ndarray] = []
+    done = 0
+    while done < states.size:
+        if done >= keep_min and deadline.soft_passed():
+            break
+        batch = states[done : done + ROOT_BATCH]
+        out.append(np.asarray(evaluator.states(batch), dtype=np.float64))
+        done += batch.size
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.float64)
+
+
 def _add_sampled(groups: list[_Group], picks: np.ndarray, game: SearchGame, belief: Belief,
                  evaluator: Evaluator, cur_key: int, config: SearchConfig, v_star: float,
-                 searcher: int, old_nd: NodeArrays) -> None:
-    """Sampled roots (Fig. 9 lines 9-14): new groups, or joining a carried J (TRUE mode)."""
+                 searcher: int, old_nd: NodeArrays, vals: np.ndarray | None = None) -> None:
+    """Sampled roots (Fig. 9 lines 9-14): new groups, or joining a carried J (TRUE mode).
+    `vals`: the evaluator's values of `picks`, when the caller has them already."""
     opp = 1 - searcher
     sign = 1.0 if searcher == 0 else -1.0
     info = game.describe(picks)
-    vals = np.asarray(evaluator.states(picks), dtype=np.float64)
+    if vals is None:
+        vals = np.asarray(evaluator.states(picks), dtype=np.float64)
     vals = np.where(info.player == TERMINAL, info.utility, vals)
     skeys = game.state_key(picks)
     cumulative = game.key_mode is KeyMode.CUMULATIVE

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from caligo.limits import Deadline, Limits
 from caligo.search import construct as C
 from caligo.search import expand as X
 from caligo.search import solver as S
@@ -60,7 +61,6 @@ from caligo.search.config import (
     SearchConfig,
     SearchError,
     SearchResult,
-    Seconds,
     TimeSplit,
 )
 from caligo.search.game import Belief, Evaluator, SearchGame
@@ -121,6 +121,7 @@ class GrowingTreeSearch:
         self._stack_reach = np.zeros(cap.nodes, dtype=np.float64)
         self._util = np.zeros(cap.roots, dtype=np.float64)
         self.started = False
+        self.run_end = 0.0  # perf_counter instant the last `run` returned
 
     # building the subgame -------------------------------------------------------------------
     def start(self, state: int) -> None:
@@ -130,21 +131,31 @@ class GrowingTreeSearch:
         self.started = True
 
     def reroot(self, belief: Belief, cur_key: int, rng: np.random.Generator,
-               v_prev: float | None = None) -> C.BuildInfo:
+               v_prev: float | None = None, deadline: Deadline | None = None) -> C.BuildInfo:
         """Build the KLUSS subgame at our infoset `cur_key` from the current tree (Fig. 9).
 
-        Without a previous tree every root is sampled from the belief.
+        Without a previous tree every root is sampled from the belief. `deadline`: the
+        evaluation of sampled roots stops at its soft instant (fewer roots are added).
         """
-        old = self.arena if self.started else Arena(Capacity.for_nodes(16))
-        if not self.started:
+        if self.started:
+            old = self.arena
+            new = self._spare if self._spare is not None else Arena(self.arena.capacity)
+        else:  # no tree yet: every root is sampled into our own (empty) arena
+            old = Arena(Capacity.for_nodes(16))
             old.meta[C.M_SEARCHER] = self.searcher
-        new = self._spare if self._spare is not None else Arena(self.arena.capacity)
+            new = self.arena
         info = C.build_kluss(old, new, self.game, belief, self.evaluator, int(cur_key),
-                             self.config, v_prev, rng, self.util_scale)
-        self._spare = self.arena if self.started else None
+                             self.config, v_prev, rng, self.util_scale, deadline)
+        if self.started:
+            self._spare = old
         self.arena = new
         self.started = True
         return info
+
+    def prepare(self) -> None:
+        """Allocate the second arena now (re-rooting builds into it): off the clock."""
+        if self._spare is None:
+            self._spare = Arena(self.arena.capacity)
 
     # running --------------------------------------------------------------------------------
     def iterate(self, n: int = 1) -> None:
@@ -191,33 +202,75 @@ class GrowingTreeSearch:
         if pending is not None:
             self._commit(pending)
 
-    def run(self, rng_seed: int) -> tuple[int, ExpansionStats, float]:
-        """Spend the budget: returns (T_1/2, expansion stats, solver seconds)."""
-        c = self.config
-        if c.expansion is Expansion.FULL:
-            t0 = time.perf_counter()
-            self.expand_full()
-            exp_s = time.perf_counter() - t0
-            t1 = time.perf_counter()
-            n = c.budget.n if isinstance(c.budget, Iterations) else None
-            if n is not None:
-                self.iterate(n)
-                t_half = (n + 1) // 2
-            else:
-                t_half = self._timed_solve(float(c.budget.s))  # type: ignore[union-attr]
-            solve_s = time.perf_counter() - t1
-            return t_half, ExpansionStats(0, 0, exp_s), solve_s
-        if c.schedule is Schedule.DETERMINISTIC:
-            return self._run_deterministic(rng_seed)
-        return self._run_threaded(rng_seed)
+    def limits_of_config(self) -> Limits:
+        """The configuration's own budget as limits (a `Seconds` budget starts now)."""
+        b = self.config.budget
+        if isinstance(b, Iterations):
+            return Limits(iterations=int(b.n))
+        return Limits(deadline=Deadline.within(float(b.s)))
 
-    def _timed_solve(self, seconds: float) -> int:
-        start = time.perf_counter()
+    def run(self, rng_seed: int, limits: Limits | None = None
+            ) -> tuple[int, ExpansionStats, float]:
+        """Spend `limits` (default: the configuration's budget): returns (T_1/2, expansion
+        stats, solver seconds).
+
+        An iteration count runs in the configured schedule (deterministic by default), with a
+        deadline, if any, as a guard checked between iterations; a deadline alone runs the
+        threaded schedule: the expanders stop at (1 - solver_tail) of the time to the soft
+        instant, the solver at the soft instant, and no iteration batch may reach past the
+        hard one.
+        """
+        c = self.config
+        lim = limits if limits is not None else self.limits_of_config()
+        try:
+            if c.expansion is Expansion.FULL:
+                t0 = time.perf_counter()
+                self.expand_full()
+                exp_s = time.perf_counter() - t0
+                t1 = time.perf_counter()
+                if lim.iterations is not None:
+                    t_half = self._counted_solve(lim)
+                else:
+                    assert lim.deadline is not None
+                    t_half = self._timed_solve(lim.deadline)
+                solve_s = time.perf_counter() - t1
+                return t_half, ExpansionStats(0, 0, exp_s), solve_s
+            if lim.iterations is not None and c.schedule is Schedule.DETERMINISTIC:
+                return self._run_deterministic(rng_seed, lim)
+            return self._run_threaded(rng_seed, lim)
+        finally:
+            self.run_end = time.perf_counter()
+
+    def _counted_solve(self, lim: Limits) -> int:
+        n = int(lim.iterations or 0)
+        if lim.deadline is None:
+            self.iterate(n)
+            return (n + 1) // 2
+        done = 0
         half = -1
-        while time.perf_counter() - start < seconds:
-            self.iterate(1)
-            if half < 0 and time.perf_counter() - start >= seconds / 2:
+        while done < n and not lim.deadline.passed():
+            k = min(64, n - done)
+            self.iterate(k)
+            done += k
+            if half < 0 and done >= (n + 1) // 2:
                 half = self.arena.iteration
+        return half if half >= 0 else self.arena.iteration
+
+    def _timed_solve(self, deadline: Deadline) -> int:
+        start = deadline.now()
+        mid = start + (deadline.soft - start) / 2
+        half = -1
+        per_iter = 1e-4
+        while True:
+            now = deadline.now()
+            if now >= deadline.soft:
+                break
+            if half < 0 and now >= mid:
+                half = self.arena.iteration
+            k = max(1, min(1000, int(min(1e-3, deadline.soft - now) / max(per_iter, 1e-7))))
+            t0 = deadline.now()
+            self.iterate(k)
+            per_iter = max((deadline.now() - t0) / k, 1e-9)
         return half if half >= 0 else self.arena.iteration
 
     def _walks(self, ex: X.Expander, count: int, step0: int) -> np.ndarray:
@@ -225,12 +278,20 @@ class GrowingTreeSearch:
         return ex.select_many(count, step0, self.searcher, c.expansion is Expansion.TWO_SIDED,
                               c.puct_c, c.explore_mix, self.util_scale)
 
-    def _run_deterministic(self, rng_seed: int) -> tuple[int, ExpansionStats, float]:
+    def _expansion_count(self, iterations: int) -> int:
         c = self.config
-        assert isinstance(c.budget, Iterations)
-        T = int(c.budget.n)
-        E = int(c.expansions or 0)
+        if c.expand_ratio is not None:
+            return max(1, round(c.expand_ratio * iterations))
+        return int(c.expansions or 0)
+
+    def _run_deterministic(self, rng_seed: int, lim: Limits
+                           ) -> tuple[int, ExpansionStats, float]:
+        c = self.config
+        assert lim.iterations is not None
+        T = int(lim.iterations)
+        E = self._expansion_count(T)
         T_e = max(1, math.ceil((1.0 - c.solver_tail) * T))
+        guard = lim.deadline
         ex = X.Expander(self.arena, self.game, self.evaluator, rng_seed)
         steps = 0
         exp_s = 0.0
@@ -238,6 +299,8 @@ class GrowingTreeSearch:
         t_half = 0
         half_at = (T + 1) // 2
         for t in range(T):
+            if guard is not None and guard.passed():  # a hang guard, not a budget
+                break
             t0 = time.perf_counter()
             self.iterate(1)
             solve_s += time.perf_counter() - t0
@@ -256,11 +319,13 @@ class GrowingTreeSearch:
                     exp_s += time.perf_counter() - t1
         return t_half, ExpansionStats(steps, int(self.arena.meta[M_EXPANSIONS]), exp_s), solve_s
 
-    def _run_threaded(self, rng_seed: int) -> tuple[int, ExpansionStats, float]:
+    def _run_threaded(self, rng_seed: int, lim: Limits) -> tuple[int, ExpansionStats, float]:
         c = self.config
-        budget = float(c.budget.s) if isinstance(c.budget, Seconds) else None
-        n_iter = int(c.budget.n) if isinstance(c.budget, Iterations) else None
-        cap_steps = c.expansions
+        deadline = lim.deadline
+        n_iter = lim.iterations
+        cap_steps = c.expansions if n_iter is None else self._expansion_count(n_iter)
+        if n_iter is None and c.expand_ratio is not None:
+            cap_steps = None  # a ratio is per iteration: a timed search has no count
         arena = self.arena
         claim_lock = threading.Lock()
         alloc_lock = threading.Lock()
@@ -300,9 +365,15 @@ class GrowingTreeSearch:
             except BaseException as exc:  # surfaced in the solver thread
                 errors.append(exc)
 
+        now_fn = deadline.now if deadline is not None else time.perf_counter
+        start = now_fn()
+        # instants on the deadline's scale: the expanders stop first (section 3.4)
+        soft = deadline.soft if deadline is not None else math.inf
+        hard = deadline.hard if deadline is not None else math.inf
+        expand_until = start + (1.0 - c.solver_tail) * (soft - start)
+        mid = start + (soft - start) / 2
         threads = [threading.Thread(target=expander, args=(i,), daemon=True)
                    for i in range(c.expanders)]
-        start = time.perf_counter()
         for th in threads:
             th.start()
         solve_s = 0.0
@@ -311,25 +382,18 @@ class GrowingTreeSearch:
         stopped = False
         try:
             while True:
-                now = time.perf_counter() - start
+                now = now_fn()
                 it = arena.iteration
-                if budget is not None:
-                    if now >= budget:
-                        break
-                    if not stopped and now >= (1.0 - c.solver_tail) * budget:
-                        stop.set()
-                        stopped = True
-                    if t_half < 0 and now >= budget / 2:
-                        t_half = it
-                else:
-                    assert n_iter is not None
-                    if it >= n_iter:
-                        break
-                    if not stopped and it >= (1.0 - c.solver_tail) * n_iter:
-                        stop.set()
-                        stopped = True
-                    if t_half < 0 and it >= n_iter // 2:
-                        t_half = it
+                if now >= soft or now >= hard:
+                    break
+                if n_iter is not None and it >= n_iter:
+                    break
+                if not stopped and (now >= expand_until or (
+                        n_iter is not None and it >= (1.0 - c.solver_tail) * n_iter)):
+                    stop.set()
+                    stopped = True
+                if t_half < 0 and (now >= mid if n_iter is None else it >= n_iter // 2):
+                    t_half = it
                 while queue:
                     self._commit(queue.popleft())
                 if errors:
@@ -340,13 +404,13 @@ class GrowingTreeSearch:
                 k = max(1, min(1000, int(1e-3 / max(per_iter, 1e-7))))
                 if n_iter is not None:
                     k = min(k, max(1, n_iter - it))
-                if budget is not None:
-                    k = min(k, max(1, int((budget - now) / max(per_iter, 1e-7))))
+                if deadline is not None:
+                    k = min(k, max(1, int((min(soft, hard) - now) / max(per_iter, 1e-7))))
                 t0 = time.perf_counter()
+                c0 = now_fn()
                 self.iterate(k)
-                dt = time.perf_counter() - t0
-                solve_s += dt
-                per_iter = dt / k
+                solve_s += time.perf_counter() - t0
+                per_iter = max((now_fn() - c0) / k, 1e-9)  # on the deadline's scale
                 time.sleep(0)  # let the expanders take the GIL between calls
         finally:
             stop.set()

@@ -323,9 +323,11 @@ def test_kernel_signature_is_uint64_throughout() -> None:
     rows2d = types.Array(types.uint64, 2, "C")
     words = types.Array(types.uint64, 1, "C")
     for sig in _expand_kernel.signatures:
-        assert sig[0] == rows2d and sig[3] == words and sig[8] == rows2d  # rows, target, out
-        assert sig[4] == sig[5] == sig[6] == sig[7] == types.uint64  # clocks, salt, thresholds
-        assert sig[10] == types.Array(types.uint64, 2, "C")  # fingerprint table
+        # rows, n_rows, n_total, mul, add, player, target, clocks, salt, threshold,
+        # count_threshold, out_rows, out_hash, table, state, max_moves
+        assert sig[0] == rows2d and sig[6] == words and sig[11] == rows2d  # rows, target, out
+        assert sig[7] == sig[8] == sig[9] == sig[10] == types.uint64  # clocks, salt, thresholds
+        assert sig[13] == types.Array(types.uint64, 2, "C")  # fingerprint table
         assert not any(isinstance(t, types.Float) for t in sig)
 
 

@@ -1,0 +1,133 @@
+"""Limits of one computation: a work count and/or a deadline that every loop polls.
+
+Stockfish's model (`Search::LimitsType` + `TimeManagement` + `check_time`): the limits of a
+move are fixed once, as absolute instants, and every loop of the move compares the time with
+them; nothing converts them back and forth or stores them in a configuration.
+
+- `Deadline(soft, hard, now)`: instants on the scale of the clock function `now` (by default
+  `time.perf_counter`). `soft` is where work aims to end (Stockfish's optimum); `hard` is never
+  passed (its maximum): a loop that can overrun checks `hard` between its steps and returns the
+  best it has. Tests inject `now` (a fake clock, or `time.process_time`, whose value does not
+  move while other processes hold the CPU), so timing logic is checked without wall time.
+- `Limits(iterations, deadline)`: what one search gets. `iterations` is a work count in the
+  engine's own unit (solver iterations, leaf expansions); with no deadline the work is
+  deterministic. Both may be set: then the first one reached stops the work.
+
+Like `caligo.errors`, this module sits outside the package layers: every layer may import it,
+and it imports nothing of Caligo but `caligo.errors`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from caligo.errors import CaligoError
+
+__all__ = ["Deadline", "Limits", "LimitsError"]
+
+
+class LimitsError(CaligoError, ValueError):
+    """A malformed deadline or limit; the message quotes it."""
+
+
+def _instant(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise LimitsError(f"Deadline.{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """Two instants on `now`'s scale: aim to finish by `soft`, never pass `hard` (>= soft)."""
+
+    soft: float
+    hard: float
+    now: Callable[[], float] = field(default=time.perf_counter, compare=False)
+
+    def __post_init__(self) -> None:
+        soft = _instant("soft", self.soft)
+        hard = _instant("hard", self.hard)
+        if hard < soft:
+            raise LimitsError(f"Deadline.hard ({hard!r}) is before soft ({soft!r})")
+        if not callable(self.now):
+            raise LimitsError(f"Deadline.now must be a clock function, got {self.now!r}")
+
+    @classmethod
+    def within(
+        cls,
+        seconds: float,
+        hard_seconds: float | None = None,
+        now: Callable[[], float] = time.perf_counter,
+    ) -> Deadline:
+        """A deadline `seconds` from now (hard: `hard_seconds` from now, default the same)."""
+        for name, value in (("seconds", seconds), ("hard_seconds", hard_seconds)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float)
+                or not math.isfinite(value) or value < 0
+            ):
+                raise LimitsError(f"Deadline.within: {name} must be a finite number >= 0, "
+                                  f"got {value!r}")
+        t = now()
+        hard = seconds if hard_seconds is None else max(seconds, hard_seconds)
+        return cls(t + seconds, t + hard, now)
+
+    def left(self) -> float:
+        """Seconds until the hard instant (negative once it passed)."""
+        return self.hard - self.now()
+
+    def soft_left(self) -> float:
+        """Seconds until the soft instant (negative once it passed)."""
+        return self.soft - self.now()
+
+    def passed(self) -> bool:
+        """True once the hard instant has come."""
+        return self.now() >= self.hard
+
+    def soft_passed(self) -> bool:
+        """True once the soft instant has come."""
+        return self.now() >= self.soft
+
+    def capped(self, soft: float | None = None, hard: float | None = None) -> Deadline:
+        """This deadline, ending no later than `soft` / `hard` (instants on the same scale)."""
+        h = self.hard if hard is None else min(self.hard, hard)
+        s = self.soft if soft is None else min(self.soft, soft)
+        return Deadline(min(s, h), h, self.now)
+
+    def stage(self, start: float, share: float) -> Deadline:
+        """The deadline of a stage that may use `share` of the time from `start` to each
+        instant (the belief update's share of a move, say)."""
+        if not 0.0 <= share <= 1.0:
+            raise LimitsError(f"Deadline.stage: share must be in [0, 1], got {share!r}")
+        soft = start + share * max(0.0, self.soft - start)
+        hard = start + share * max(0.0, self.hard - start)
+        return Deadline(soft, max(soft, hard), self.now)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """One search's limits: a work count in the engine's unit and/or a deadline."""
+
+    iterations: int | None = None
+    deadline: Deadline | None = None
+
+    def __post_init__(self) -> None:
+        n = self.iterations
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+            raise LimitsError(f"Limits.iterations must be a positive int or None, got {n!r}")
+        if self.deadline is not None and not isinstance(self.deadline, Deadline):
+            raise LimitsError(f"Limits.deadline must be a Deadline or None, got "
+                              f"{self.deadline!r}")
+        if n is None and self.deadline is None:
+            raise LimitsError("Limits need an iteration count, a deadline or both")
+
+    @property
+    def timed(self) -> bool:
+        """True when the work stops at a deadline rather than after a fixed count."""
+        return self.iterations is None
+
+    def passed(self) -> bool:
+        """True once the deadline's hard instant has come (never for a count alone)."""
+        return self.deadline is not None and self.deadline.passed()

@@ -1,0 +1,104 @@
+"""P's update with a deadline: a cut-short update keeps the truth (it completes to exactly the
+one-go update), says when it gave part of P up, and stops on time on a 1M-position P.
+
+Expected values: the one-go update (`BeliefSet.update_opponent_move` without a deadline, the
+path tested against python-chess and OpenSpiel in test_belief.py) is the reference; timing is
+measured on `time.process_time` (another process's load does not advance it) or a fake clock.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from functools import cache
+
+import numpy as np
+import pytest
+
+from caligo.fow.belief import BeliefConfig, BeliefError, BeliefSet, SizeKind
+from caligo.fow.game import Game
+from caligo.fow.observation import Observation, observe
+from caligo.limits import Deadline
+from tests.clocks import Ticker
+
+
+def _rows(b: BeliefSet) -> set[bytes]:
+    return {r.tobytes() for r in b.rows}
+
+
+@cache
+def _random_game_belief(plies: int) -> tuple[BeliefSet, Observation]:
+    """Black's P after `plies` plies of the seeded random game below (seed 2: P passes a
+    million positions by ply 64), and Black's observation after the next (White) ply."""
+    rnd = random.Random(2)
+    g = Game()
+    b = BeliefSet.initial(1, config=BeliefConfig(max_positions=3_000_000))
+    for _ in range(plies):
+        mover = g.turn
+        m = rnd.choice(g.legal_moves())
+        g.push(m)
+        obs = observe(g.position, 1)
+        b = b.update_own_move(m, obs) if mover == 1 else b.update_opponent_move(obs)
+    assert g.turn == 0
+    g.push(rnd.choice(g.legal_moves()))
+    return b, observe(g.position, 1)
+
+
+def test_a_cut_short_update_completes_to_the_one_go_update() -> None:
+    parents, obs = _random_game_belief(58)  # 21,442 parents, 144,971 children
+    full = parents.update_opponent_move(obs)
+    tick = Ticker(step=1.0)  # every reading passes the deadline: one chunk, then stop
+    part = parents.update_opponent_move(obs, Deadline(0.5, 0.5, tick))
+    assert part.partial and not part.exact and part.size_kind is SizeKind.ESTIMATE
+    assert 0 < len(part) < len(full)
+    assert _rows(part) <= _rows(full)  # only true children, none invented
+    assert part.ply == full.ply
+    more = part.complete(Deadline(0.5, 0.5, tick))  # another chunk, still partial
+    assert more.partial and len(part) <= len(more) < len(full)
+    done = more.complete()
+    assert not done.partial and done.exact and done.size_kind is SizeKind.EXACT
+    assert _rows(done) == _rows(full) and done.size_seen == full.size_seen
+    with pytest.raises(BeliefError, match="already completed or truncated"):
+        part.complete()  # a stale partial set cannot go on
+
+
+def test_a_truncated_update_is_a_reported_subsample() -> None:
+    parents, obs = _random_game_belief(58)
+    full = parents.update_opponent_move(obs)
+    part = parents.update_opponent_move(obs, Deadline(0.5, 0.5, Ticker(step=1.0)))
+    cut = part.truncate()
+    assert not cut.partial and not cut.exact and cut.size_kind is SizeKind.ESTIMATE
+    assert _rows(cut) == _rows(part) and _rows(cut) <= _rows(full)
+    # the size is an estimate from the share of parents expanded: the right magnitude
+    assert full.size_seen / 20 < cut.size_seen < full.size_seen * 20
+
+
+def test_the_spread_order_reaches_parents_all_over_p() -> None:
+    """A cut-short update visits an evenly spread subset of the parents: the children found
+    after one small chunk come from parents all over P's row order, not from its start."""
+    parents, obs = _random_game_belief(58)
+    part = parents.update_opponent_move(obs, Deadline(0.5, 0.5, Ticker(step=1.0)))
+    natural = parents.update_opponent_move(obs, Deadline(0.5, 0.5, Ticker(step=1.0)),
+                                           spread=False)
+    full = parents.update_opponent_move(obs)
+    index = {r.tobytes(): i for i, r in enumerate(full.rows)}  # children in parent order
+    spread_pos = np.array([index[r.tobytes()] for r in part.rows]) / len(full)
+    natural_pos = np.array([index[r.tobytes()] for r in natural.rows]) / len(full)
+    assert natural_pos.max() < 0.2  # the natural order: the first parents only
+    assert spread_pos.min() < 0.2 and spread_pos.max() > 0.8  # from all over P
+
+
+def test_a_million_position_update_stops_within_its_share() -> None:
+    """A 1,000,000-position P (the first million of a real 1.6M-position P) given 50 ms of
+    CPU returns within 50 ms + 25 ms: the update runs in chunks of about 2 ms, and the
+    tolerance covers one chunk, the kernel's buffer growth and the copy of the rows found."""
+    big, obs = _random_game_belief(64)
+    assert len(big) > 1_000_000
+    p = BeliefSet(1, big.rows[:1_000_000].copy(), big.ply, False, 1_000_000,
+                  config=big.config)
+    p.update_opponent_move(obs, Deadline.within(0.001, now=time.process_time))  # warm kernel
+    t0 = time.process_time()
+    part = p.update_opponent_move(obs, Deadline.within(0.05, now=time.process_time))
+    spent = time.process_time() - t0
+    assert part.partial and len(part) > 0
+    assert spent <= 0.05 + 0.025, spent
