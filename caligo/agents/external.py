@@ -281,7 +281,9 @@ class EngineProcess:
 class ExternalSettings:
     """How an `ExternalAgent` runs its process: display name, directory, environment, timeouts.
 
-    `move_timeout_s` bounds a `go` whose clock carries no deadline (outside the referee).
+    `move_timeout_s` bounds a `go` whose clock carries no deadline (outside the referee);
+    `startup_timeout_s` the engine's per-game start-up (`newgame` until its `readyok`), which
+    the referee times apart from the moves.
     """
 
     name: str | None = None
@@ -290,6 +292,7 @@ class ExternalSettings:
     handshake_timeout_s: float = 10.0
     ready_timeout_s: float = 5.0
     move_timeout_s: float = 60.0
+    startup_timeout_s: float = 120.0
 
 
 class ExternalAgent:
@@ -316,6 +319,7 @@ class ExternalAgent:
         self._handshake_timeout = cfg.handshake_timeout_s
         self._ready_timeout = cfg.ready_timeout_s
         self._move_timeout = cfg.move_timeout_s
+        self._startup_timeout = cfg.startup_timeout_s
         self._games = 0
         self._game = ""
         self._ply = 0
@@ -379,7 +383,10 @@ class ExternalAgent:
     # --- Agent -------------------------------------------------------------------------------
 
     def new_game(self, color: int, start_fen: str, time_control: TimeControl, seed: int) -> None:
-        """Check the engine (restart it if needed) and send `newgame`."""
+        """Check the engine (restart it if needed), send `newgame`, and wait for the engine to
+        be ready for it (`isready` -> `readyok`, as UCI does after `ucinewgame`): the engine's
+        per-game start-up happens here, before the referee starts its clock. Raise
+        EngineTimeout when it takes longer than the start-up timeout."""
         if not self.process.alive():
             self.restart(f"process not running: {self.process.crash_detail()}")
         elif not self.is_ready():
@@ -389,6 +396,9 @@ class ExternalAgent:
         self._ply = 0
         initial: Observation = observe(from_fen(start_fen), color)
         self.process.send(NewGame(self._game, color, start_fen, seed, time_control, initial))
+        if not self.is_ready(self._startup_timeout):
+            raise EngineTimeout(f"engine {self.name}: no readyok within "
+                                f"{self._startup_timeout:g} s after newgame (start-up)")
 
     def observe(self, observation: Observation, own_move: int | None) -> None:
         """Send `observe` for the next ply."""

@@ -61,6 +61,7 @@ from caligo.fow.position import (
     square_attacked,
     zobrist_key,
 )
+from caligo.limits import Deadline
 from caligo.search.arena import Arena
 from caligo.search.config import SearchError
 from caligo.search.game import TERMINAL, ChildBatch, KeyMode, StateInfo
@@ -407,6 +408,13 @@ class FowBelief:
 
     player: the seat (0 White, 1 Black). config: the belief set's settings (memory cap).
     max_states: the most positions `states()` copies into the game's store.
+
+    An opponent ply's update is lazy: `update` only queues the observation, and the agent
+    applies it within its move's belief stage (`settle(deadline)`); any query settles it
+    first without a deadline. A settle cut short by its deadline leaves P `partial` (the
+    children of an evenly spread part of the parents); `finish(deadline)` completes it after
+    the agent's move (on the opponent's time) or, past its deadline, gives the rest up and
+    says so (P is then a reported subsample). An own move's update runs at once.
     """
 
     def __init__(self, game: FowSearchGame, player: int, config: BeliefConfig | None = None,
@@ -418,12 +426,27 @@ class FowBelief:
         self.config = config if config is not None else BeliefConfig()
         self.max_states = int(max_states)
         self._pending: Observation | None = None
-        self.set = BeliefSet.initial(self.player, game.start_fen, self.config)
+        self._queued: Observation | None = None
+        self._set = BeliefSet.initial(self.player, game.start_fen, self.config)
+        self.cut = 0  # partial updates given up (P became a reported subsample)
+
+    @property
+    def set(self) -> BeliefSet:
+        """P (any queued update applied first)."""
+        self.settle()
+        return self._set
+
+    @set.setter
+    def set(self, value: BeliefSet) -> None:
+        self._queued = None
+        self._set = value
 
     def reset(self) -> None:
         """P = {the game's start position}."""
         self._pending = None
-        self.set = BeliefSet.initial(self.player, self.game.start_fen, self.config)
+        self._queued = None
+        self.cut = 0
+        self._set = BeliefSet.initial(self.player, self.game.start_fen, self.config)
 
     def expect(self, observation: Observation) -> None:
         """The observation the next `update(key, ...)` stands for."""
@@ -431,7 +454,8 @@ class FowBelief:
 
     def update(self, obs: int | Observation, own_action: int | None = None) -> None:
         """Keep the positions consistent with one more observation (after own_action, if it
-        was our ply). `obs` is the Observation, or its key after `expect(observation)`."""
+        was our ply). `obs` is the Observation, or its key after `expect(observation)`. An
+        opponent ply's update is queued for `settle`."""
         if isinstance(obs, Observation):
             o = obs
         else:
@@ -442,9 +466,50 @@ class FowBelief:
             o = pending
         self._pending = None
         if own_action is not None:
-            self.set = self.set.update_own_move(int(own_action), o)
+            self.settle()
+            if self._set.partial:
+                self._set = self._set.complete()
+            self._set = self._set.update_own_move(int(own_action), o)
         else:
-            self.set = self.set.update_opponent_move(o)
+            self.settle()  # a second opponent ply in a row (never in FoW chess): apply the first
+            self._queued = o
+
+    @property
+    def queued(self) -> bool:
+        """True while an opponent ply's update waits for `settle`."""
+        return self._queued is not None
+
+    def settle(self, deadline: Deadline | None = None, spread: bool | None = None) -> None:
+        """Apply the queued opponent-ply update, within `deadline` (P may stay `partial`);
+        `spread`: visit the parents in a spread order (default: when there is a deadline).
+        The queued observation is dropped only once its update succeeded."""
+        o = self._queued
+        if o is None:
+            return
+        self._set = self._set.update_opponent_move(o, deadline, spread)
+        self._queued = None
+
+    def finish(self, deadline: Deadline | None = None) -> bool:
+        """Complete a partial update (until `deadline`); past it, give the rest up (P becomes
+        a reported subsample). Return True when P was completed (or was not partial)."""
+        self.settle()
+        if not self._set.partial:
+            return True
+        self._set = self._set.complete(deadline)
+        if self._set.partial:
+            self._set = self._set.truncate()
+            self.cut += 1
+            return False
+        return True
+
+    @property
+    def partial(self) -> bool:
+        """True while P holds only part of an opponent ply's update (see `finish`)."""
+        return self._queued is None and self._set.partial
+
+    def size_hint(self) -> int:
+        """|P| as last computed (a queued update not applied): for planning a move."""
+        return len(self._set)
 
     # --- Belief ----------------------------------------------------------------------------
 

@@ -18,13 +18,14 @@ The evaluator is Stockfish (`StockfishPool`, one depth-1 MultiPV call per expand
 either one on request. `Ablation` presets turn off one technique of seed 001 section 4.1 each
 (or all four, or swap in the simple evaluation).
 
-**Time management** (`TimeManager`): solvency first. For a clock, a move may use
-`(remaining - reserve) / moves_left + inc_share * increment`, capped at `max_share` of the
-usable clock; a move time is the allotment itself; the referee's deadline bounds both. The
-search's budget is fixed when the search starts, from what is left of the allotment after the
-subgame's construction, minus the P update of the opponent's ply just received (on the clock for
-an engine behind a pipe), a safety margin and the expected read-out. Under a short allotment
-fewer roots are sampled, so their evaluation never eats the move.
+**Time** (`caligo.agents.timing`): the move starts when the opponent's move is observed;
+`MoveTimer.plan` turns the referee's clock (and the agent's own `budget` option) into the
+move's limits, and every stage runs inside them: the P update of the opponent's ply in its
+share (`belief_share`; cut short, P is the children of an evenly spread part of the parents,
+completed after our move on the opponent's time, or reported as a subsample), the sampled
+roots' evaluation up to the construction's share, then the search to the soft instant, never
+past the hard one. Each move's analysis says how the time was split (`time_ms`) and what was
+planned (`plan`).
 
 P's memory cap: when the capped subsample loses every position consistent with an
 observation, the observations since the last exact P are replayed with fresh sampling salts;
@@ -34,7 +35,9 @@ or plays a uniformly drawn legal move) rather than crashing.
 Stockfish processes: the search starts fresh expander threads at every move, and
 `StockfishPool` binds an engine to a thread, so a plain pool would start new processes every
 move. `SlotPool` binds engines to expander *slots* instead (slot i of every search reuses the
-same process), and the calling thread to one more engine.
+same process), and the calling thread to one more engine. The processes are started once per
+agent (its first game) and get `ucinewgame` at every later one, so a game's scores are those
+of fresh processes and a game starts without starting a process.
 
 Options (`obscuro:key=value,...`, `ObscuroConfig.from_options`): see `OPTIONS_HELP`.
 """
@@ -47,15 +50,24 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
 import numpy as np
 
-from caligo.agents.base import AgentBase, Clock, Decision, TcKind, TimeControl
+from caligo.agents.base import AgentBase, Clock, Decision
 from caligo.agents.fow_search import FowBelief, FowEvaluator, FowSearchGame, compact_arena
+from caligo.agents.timing import (
+    OBSCURO,
+    UNTIMED,
+    MovePlan,
+    MoveTimer,
+    TcKind,
+    TimeControl,
+    TimingPolicy,
+)
 from caligo.errors import CaligoError
 from caligo.fow.belief import BeliefConfig, BeliefSet
 from caligo.fow.errors import FowError
@@ -70,10 +82,10 @@ from caligo.fow.stockfish import (
     StockfishPool,
     find_stockfish,
 )
+from caligo.limits import Deadline, Limits
 from caligo.search.agent import SearchAgent
 from caligo.search.config import (
     Expansion,
-    FirstDecision,
     Iterations,
     Purification,
     ResolvePrior,
@@ -83,7 +95,6 @@ from caligo.search.config import (
     Seconds,
     SubgameKind,
 )
-from caligo.search.engine import ExpansionStats, GrowingTreeSearch
 from caligo.search.purify import purify
 
 log = logging.getLogger(__name__)
@@ -91,15 +102,12 @@ log = logging.getLogger(__name__)
 __all__ = [
     "OPTIONS_HELP",
     "Ablation",
-    "Budget",
-    "BudgetKind",
     "EvalChoice",
     "ObscuroAgent",
     "ObscuroConfig",
     "ObscuroConfigError",
     "SlotPool",
-    "TimeManager",
-    "TimeManagerConfig",
+    "parse_budget",
     "stockfish_available",
 ]
 
@@ -148,177 +156,33 @@ class Ablation(Enum):
         return self not in (Ablation.NO_PURIFY, Ablation.ALL_OFF)
 
 
-class BudgetKind(Enum):
-    """Where a move's budget comes from."""
-
-    AUTO = "auto"  # the referee's time control (iterations, move time or clock)
-    ITERATIONS = "iterations"  # a fixed number of solver iterations (deterministic)
-    MOVETIME = "movetime"  # a fixed time per move (kept inside the referee's clock)
-
-
-DEFAULT_UNTIMED_MS = 1000
-"""Move time when neither the options nor the referee give a budget."""
 NODES_PER_S_STOCKFISH = 60_000
 NODES_PER_S_SIMPLE = 300_000
 """Tree growth to size an arena for a time budget (about what `caligo bench engine` measures
 on 2 cores)."""
 MIN_CAPACITY = 100_000
 MIN_TIMED_CAPACITY = 32_768
-"""Arena rows on top of the growth under an iteration / a time budget (a time budget's arena
-is allocated on the clock: 100k rows cost about 15 ms)."""
-MIN_SEARCH_S = 0.002
+"""Arena rows on top of the growth under an iteration / a time budget."""
 REPAIR_ATTEMPTS = 3
 """Replays of a lost subsample of P with fresh salts before P is given up."""
+PONDER_MIN_MS = 200.0
+"""After our move, a partial P update may go on for at least this long (the opponent's time),
+and for twice our last move's planned time when that is longer; then the rest is given up."""
 
 
-@dataclass(frozen=True)
-class Budget:
-    """The agent's own budget option: ``auto``, ``iters=N`` or ``mt=SECONDS``."""
-
-    kind: BudgetKind = BudgetKind.AUTO
-    iterations: int = 0
-    movetime_ms: int = 0
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.kind, BudgetKind):
-            raise ObscuroConfigError(f"invalid budget kind: {self.kind!r}")
-        if self.kind is BudgetKind.ITERATIONS and not (
-            isinstance(self.iterations, int) and self.iterations >= 1
-        ):
-            raise ObscuroConfigError(f"an iteration budget must be >= 1: {self.iterations!r}")
-        if self.kind is BudgetKind.MOVETIME and not (
-            isinstance(self.movetime_ms, int) and self.movetime_ms >= 1
-        ):
-            raise ObscuroConfigError(f"a move time must be >= 1 ms: {self.movetime_ms!r}")
-
-    @classmethod
-    def parse(cls, text: str) -> Budget:
-        """``auto`` | ``iters=N`` | ``mt=SECONDS`` (the forms of `TimeControl.parse`)."""
-        t = text.strip().lower()
-        if t in ("auto", "", "none"):
-            return cls()
-        try:
-            tc = TimeControl.parse(t)
-        except CaligoError:
-            tc = TimeControl()
-        if tc.kind is TcKind.ITERATIONS:
-            return cls(BudgetKind.ITERATIONS, iterations=tc.iterations)
-        if tc.kind is TcKind.MOVETIME:
-            return cls(BudgetKind.MOVETIME, movetime_ms=tc.movetime_ms)
-        raise ObscuroConfigError(f"invalid budget {text!r} (expected auto, iters=N or mt=SECONDS)")
-
-    def __str__(self) -> str:
-        if self.kind is BudgetKind.ITERATIONS:
-            return f"iters={self.iterations}"
-        if self.kind is BudgetKind.MOVETIME:
-            return f"mt={self.movetime_ms / 1000:g}"
-        return "auto"
-
-
-# --- time management -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TimeManagerConfig:
-    """Knobs of the time manager (module docstring); times in milliseconds.
-
-    game_moves: expected own moves in a game (seed 001 appendix D: 116.6 plies on average);
-    min_moves_left: the fewest moves the remaining clock is planned for; inc_share: the share
-    of the increment a move may spend; max_share: the largest share of the usable clock one
-    move may take; reserve_ms: clock never planned (process jitter, the referee's latency);
-    safety_ms + safety_share * allotment: slack left between the search's end and the
-    allotment's (a loaded machine delays the threads' stop and the read-out); min_search_ms: the
-    shortest search; root_share: the largest share of a move the sampled roots' evaluation
-    may take (fewer roots are sampled past it).
-    """
-
-    game_moves: int = 55
-    min_moves_left: int = 12
-    inc_share: float = 0.75
-    max_share: float = 0.2
-    reserve_ms: float = 300.0
-    safety_ms: float = 20.0
-    safety_share: float = 0.08
-    min_search_ms: float = 2.0
-    root_share: float = 0.3
-
-    def __post_init__(self) -> None:
-        for name in ("game_moves", "min_moves_left"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < 1:
-                raise ObscuroConfigError(f"TimeManagerConfig.{name} must be an int >= 1: {v!r}")
-        for name in ("inc_share", "max_share", "root_share", "safety_share"):
-            v = getattr(self, name)
-            if not isinstance(v, int | float) or not 0.0 < v <= 1.0:
-                raise ObscuroConfigError(f"TimeManagerConfig.{name} must be in (0, 1]: {v!r}")
-        for name in ("reserve_ms", "safety_ms", "min_search_ms"):
-            v = getattr(self, name)
-            if not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
-                raise ObscuroConfigError(f"TimeManagerConfig.{name} must be >= 0: {v!r}")
-
-
-@dataclass(frozen=True)
-class TimePlan:
-    """One move's plan (ms from the start of `act`): the allotment, when the search must end,
-    and how many roots may be sampled."""
-
-    allot_ms: float
-    search_end_ms: float
-    roots: int
-
-
-class TimeManager:
-    """Solvency-first budgets for a clock or a move time (module docstring).
-
-    `plan(clock, own_moves, belief_ms, min_roots)` gives the move's plan; `record(construct_ms,
-    sampled, tail_ms)` feeds back what the move cost around the search (the subgame's
-    construction per sampled root, and the read-out after the search), so later plans leave
-    room for it. The estimates follow an increase at once and a decrease slowly: flagging
-    costs the game, a few wasted milliseconds do not.
-    """
-
-    def __init__(self, config: TimeManagerConfig | None = None) -> None:
-        self.config = config if config is not None else TimeManagerConfig()
-        self.per_root_ms = 0.7  # about one Stockfish call per sampled root (docs/engine.md)
-        self.tail_ms = 10.0  # from the search's end to the answer
-
-    def allotment(self, clock: Clock, own_moves: int) -> float:
-        """Milliseconds this move may take in all, from the clock alone."""
-        c = self.config
-        if clock.kind is TcKind.MOVETIME and clock.movetime_ms is not None:
-            total = float(clock.movetime_ms)
-        elif clock.kind is TcKind.CLOCK and clock.remaining_ms is not None:
-            usable = max(0.0, float(clock.remaining_ms) - c.reserve_ms)
-            moves_left = max(c.min_moves_left, c.game_moves - own_moves)
-            inc = float(clock.increment_ms)
-            total = min(usable / moves_left + c.inc_share * inc,
-                        c.max_share * usable + c.inc_share * inc,
-                        max(0.0, float(clock.remaining_ms) - c.safety_ms) / 2)
-        else:
-            total = float(DEFAULT_UNTIMED_MS)
-        if clock.deadline_ms is not None:
-            total = min(total, float(clock.deadline_ms))
-        return max(0.0, total)
-
-    def plan(self, clock: Clock, own_moves: int, belief_ms: float, min_roots: int) -> TimePlan:
-        """The move's plan (module docstring). The opponent ply's P update (`belief_ms`) ran
-        before `act` but on the referee's clock for an engine behind a pipe, so it is paid."""
-        c = self.config
-        total = self.allotment(clock, own_moves)
-        end = total - belief_ms - c.safety_ms - c.safety_share * total - self.tail_ms
-        roots = min_roots
-        if min_roots and self.per_root_ms * min_roots > c.root_share * max(end, 0.0):
-            roots = int(c.root_share * max(end, 0.0) / max(self.per_root_ms, 1e-3))
-            roots = max(1, min(min_roots, roots))
-        return TimePlan(total, end, roots)
-
-    def record(self, construct_ms: float, sampled: int, tail_ms: float) -> None:
-        """Feed back one move's construction time, its sampled roots and its tail (ms)."""
-        if sampled >= 8:
-            per_root = construct_ms / sampled
-            self.per_root_ms = per_root if per_root > self.per_root_ms else (
-                0.8 * self.per_root_ms + 0.2 * per_root)
-        self.tail_ms = tail_ms if tail_ms > self.tail_ms else 0.8 * self.tail_ms + 0.2 * tail_ms
+def parse_budget(text: str) -> TimeControl:
+    """The agent's own budget option: ``auto`` (the referee's), ``iters=N`` or
+    ``mt=SECONDS``; raise ObscuroConfigError quoting anything else."""
+    t = text.strip().lower()
+    if t in ("auto", "", "none"):
+        return UNTIMED
+    try:
+        tc = TimeControl.parse(t)
+    except CaligoError:
+        tc = UNTIMED
+    if tc.kind in (TcKind.ITERATIONS, TcKind.MOVETIME):
+        return tc
+    raise ObscuroConfigError(f"invalid budget {text!r} (expected auto, iters=N or mt=SECONDS)")
 
 
 # --- Stockfish engines bound to expander slots -----------------------------------------------
@@ -400,10 +264,11 @@ class ObscuroConfig:
     deterministic schedule spreads them over the iterations). min_roots: Fig. 9's
     MININFOSETSIZE. expanders: expander threads under a time budget. max_nodes: the arena's
     capacity. belief_cap: P's memory cap in positions. seed: mixed into every game's seed.
-    stockfish: the StockfishPool settings (path, own-call cap, ...). time: the time manager.
+    stockfish: the StockfishPool settings (path, own-call cap, ...). time: the timing policy
+    (`caligo.agents.timing`).
     """
 
-    budget: Budget = field(default_factory=Budget)
+    budget: TimeControl = UNTIMED
     evaluator: EvalChoice = EvalChoice.AUTO
     ablation: Ablation = Ablation.NONE
     subgame: SubgameKind = SubgameKind.KLUSS
@@ -416,13 +281,13 @@ class ObscuroConfig:
     seed: int = 0
     stockfish: StockfishConfig = field(
         default_factory=lambda: StockfishConfig(own_call_cap=8))
-    time: TimeManagerConfig = field(default_factory=TimeManagerConfig)
+    time: TimingPolicy = OBSCURO
 
     def __post_init__(self) -> None:
         for name, kind in (("evaluator", EvalChoice), ("ablation", Ablation),
                            ("subgame", SubgameKind),
-                           ("budget", Budget), ("stockfish", StockfishConfig),
-                           ("time", TimeManagerConfig)):
+                           ("budget", TimeControl), ("stockfish", StockfishConfig),
+                           ("time", TimingPolicy)):
             if not isinstance(getattr(self, name), kind):
                 raise ObscuroConfigError(f"{name} must be a {kind.__name__}: "
                                          f"{getattr(self, name)!r}")
@@ -437,6 +302,9 @@ class ObscuroConfig:
                 raise ObscuroConfigError(f"{name} must be an int >= {lo}: {v!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise ObscuroConfigError(f"seed must be an int: {self.seed!r}")
+        if self.budget.kind is TcKind.CLOCK:
+            raise ObscuroConfigError(f"the budget option is auto, iters=N or mt=SECONDS, not a "
+                                     f"clock: {self.budget}")
 
     @property
     def uses_stockfish(self) -> bool:
@@ -450,8 +318,8 @@ class ObscuroConfig:
     def search_config(self) -> SearchConfig:
         """The search's configuration before a move's budget is set (ablation applied)."""
         base = SearchConfig(
-            budget=Iterations(1000), expansions=250, min_roots=self.min_roots,
-            subgame=self.subgame,
+            budget=Iterations(1000), expansions=250, expand_ratio=self.expand_ratio,
+            min_roots=self.min_roots, subgame=self.subgame,
             expanders=self.expanders, expander_batch=self.expander_batch,
             max_nodes=self.max_nodes, seed=self.seed,
         )
@@ -485,7 +353,7 @@ class ObscuroConfig:
                                          f"{options[key]!r}") from None
 
         if "budget" in options:
-            kw["budget"] = Budget.parse(options["budget"])
+            kw["budget"] = parse_budget(options["budget"])
         if "eval" in options:
             kw["evaluator"] = choice("eval", EvalChoice)
         if "ablation" in options:
@@ -516,54 +384,15 @@ class ObscuroConfig:
 # --- the agent -------------------------------------------------------------------------------
 
 
-class _TimedSearch(GrowingTreeSearch):
-    """`GrowingTreeSearch` whose time budget is fixed when the search starts, not when the
-    move starts: the subgame's construction comes first and its length varies, so the search
-    gets whatever is left until `deadline` (a `time.perf_counter()` instant)."""
-
-    deadline: float | None = None
-    run_end = 0.0
-
-    def run(self, rng_seed: int) -> tuple[int, ExpansionStats, float]:
-        if self.deadline is not None and self.config.schedule is Schedule.THREADED:
-            left = max(MIN_SEARCH_S, self.deadline - time.perf_counter())
-            self.config = replace(self.config, budget=Seconds(left))
-        out = super().run(rng_seed)
-        self.run_end = time.perf_counter()
-        return out
-
-
-class _Search(SearchAgent):
-    """`SearchAgent` whose budget, root count and deadline change from move to move."""
-
-    deadline: float | None = None
-
-    def _engine(self) -> _TimedSearch:
-        eng = _TimedSearch(self.game, self.evaluator, self.config, self.seat,
-                           evaluator_factory=self._factory, capacity=self._capacity,
-                           util_scale=self._util_scale)
-        eng.deadline = self.deadline
-        return eng
-
-    def set_budget(self, config: SearchConfig, deadline: float | None) -> None:
-        """Use `config` (same switches, new budget) and `deadline` from the next search on."""
-        self.config = config
-        self.deadline = deadline
-        eng = self.engine
-        if eng is not None:
-            eng.config = config
-            eng.deadline = deadline
-
-    @property
-    def engine(self) -> _TimedSearch | None:
-        """The current search (None before the first one)."""
-        eng = self._search
-        return eng if isinstance(eng, _TimedSearch) else None
-
-    def reset_tree(self) -> None:
-        """Forget the tree and the previous value (after a failure)."""
-        self._search = None
-        self._v_prev = None
+def _first_half(plan: MovePlan) -> Limits:
+    """The limits of the search from the true start before a game's first decision: an
+    iteration count as it is, or half of the time left to the soft instant."""
+    d = plan.deadline
+    if plan.iterations is not None or d is None:
+        return plan.limits
+    now = d.now()
+    mid = now + max(0.0, d.soft - now) / 2
+    return Limits(deadline=d.capped(soft=mid, hard=mid))
 
 
 def _mix_seed(*parts: int) -> int:
@@ -631,15 +460,16 @@ class ObscuroAgent(AgentBase):
     """The Obscuro engine (module docstring). Build with `ObscuroAgent(config)` or, from the
     registry, `ObscuroAgent.from_options(options)`."""
 
-    def __init__(self, config: ObscuroConfig | None = None) -> None:
+    def __init__(self, config: ObscuroConfig | None = None, *,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         super().__init__()
         self.config = config if config is not None else ObscuroConfig()
-        self.time_manager = TimeManager(self.config.time)
+        self.timer = MoveTimer(self.config.time, self.config.budget, now=clock)
         self._leaf: LeafEvaluator | None = None
         self._pool: SlotPool | None = None
         self._game: FowSearchGame | None = None
         self._belief: FowBelief | None = None
-        self._search: _Search | None = None
+        self._search: SearchAgent | None = None
         self._checkpoint: tuple[BeliefSet, int] | None = None
         self._reset_game(0)
 
@@ -661,97 +491,132 @@ class ObscuroAgent(AgentBase):
         self._leaf = None
         self._pool = None
 
+    def _evaluator(self) -> LeafEvaluator:
+        """The leaf evaluator: the Stockfish processes are started at the first game and given
+        `ucinewgame` at each later one (a game's scores are then a fresh process's: a
+        fixed-iteration game is a function of its seed)."""
+        cfg = self.config
+        if self._leaf is None:
+            if cfg.uses_stockfish:
+                self._pool = SlotPool(cfg.stockfish)
+                self._pool.start(cfg.expanders)
+                self._leaf = self._pool
+            else:
+                self._leaf = SimpleEvaluator()
+        elif self._pool is not None:
+            self._pool.new_game()
+        return self._leaf
+
     def new_game(self, color: int, start_fen: str, time_control: TimeControl, seed: int) -> None:
-        """Reset P, the tree and the evaluator (a fresh Stockfish per game, so a fixed-iteration
-        game is a function of its seed: Stockfish's depth-1 scores depend on its history)."""
+        """Start a game: P = {start}, no tree, the evaluator ready, the arenas allocated and
+        every kernel loaded (all of it before the referee's clock runs)."""
         super().new_game(color, start_fen, time_control, seed)
         cfg = self.config
-        self._close_leaf()
-        if cfg.uses_stockfish:
-            self._pool = SlotPool(cfg.stockfish)
-            self._leaf = self._pool
-        else:
-            self._leaf = SimpleEvaluator()
+        leaf = self._evaluator()
+        self.timer.new_game(time_control)
         game = FowSearchGame(start_fen)
         self._game = game
         self._belief = FowBelief(game, self.color, BeliefConfig(max_positions=cfg.belief_cap,
                                                                seed=seed & 0xFFFFFFFF))
         slots = itertools.count()
         pool = self._pool
-        leaf = self._leaf
 
         def factory() -> FowEvaluator:  # called once in each expander thread of a search
             if pool is not None:
                 pool.bind(next(slots) % cfg.expanders)
             return FowEvaluator(game, leaf)
 
-        self._search = _Search(game, self._belief, FowEvaluator(game, leaf), cfg.search_config(),
-                               evaluator_factory=factory, capacity=self._capacity(time_control))
-        if self._pool is not None:
-            self._pool.start(cfg.expanders)
+        self._search = SearchAgent(game, self._belief, FowEvaluator(game, leaf),
+                                   cfg.search_config(), evaluator_factory=factory,
+                                   capacity=self._capacity(time_control))
         _warm_up(cfg.stockfish if self._pool is not None else None)  # off the clock
         game_seed = _mix_seed(cfg.seed, seed, self.color)
         self._search.new_game(self.color, game_seed)
+        self._search.prepare()
         self._reset_game(game_seed)
         self._checkpoint = (self._belief.set, 0)
 
     def _reset_game(self, game_seed: int) -> None:
         """The per-game state: the game's generator, counters, and no pending repair."""
         self._rng = np.random.default_rng(game_seed)
-        self._own_moves = 0
-        self._belief_ms = 0.0
-        self._resample = False
         self._fallbacks = 0
         self._lost = False
         self._repairs = 0
+        self._belief_ms = 0.0
+        self._ponder_ms = 0.0
+        self._ponder_done = True
 
     def _capacity(self, tc: TimeControl) -> int:
-        """Arena rows for this game's budget, at most `max_nodes`: two arenas are allocated (and
-        filled) at the game's first moves, which 2M rows make cost ~0.15 s; a time budget
-        reserves four times the growth it expects."""
+        """Arena rows for this game's budget, at most `max_nodes`: an iteration count needs
+        64 rows per expansion; a time budget four times the growth its longest move expects."""
         cfg = self.config
-        rate = NODES_PER_S_STOCKFISH if cfg.uses_stockfish else NODES_PER_S_SIMPLE
-        own = cfg.budget
-        if own.kind is BudgetKind.ITERATIONS or (
-            own.kind is BudgetKind.AUTO and tc.kind is TcKind.ITERATIONS
-        ):
-            iters = own.iterations if own.kind is BudgetKind.ITERATIONS else tc.iterations
+        iters = self.timer.iterations(tc)
+        if iters is not None:
             need = 64 * cfg.expand_ratio * iters
-        else:
-            if own.kind is BudgetKind.MOVETIME:
-                ms = float(own.movetime_ms)
-            elif tc.kind is TcKind.MOVETIME:
-                ms = float(tc.movetime_ms)
-            elif tc.kind is TcKind.CLOCK:
-                ms = self.config.time.max_share * tc.initial_ms + tc.increment_ms
-            else:
-                ms = float(DEFAULT_UNTIMED_MS)
-            need = 4.0 * rate * ms / 1000.0
-            return int(min(cfg.max_nodes, need + MIN_TIMED_CAPACITY))
-        return int(min(cfg.max_nodes, max(MIN_CAPACITY, need + MIN_CAPACITY)))
+            return int(min(cfg.max_nodes, max(MIN_CAPACITY, need + MIN_CAPACITY)))
+        rate = NODES_PER_S_STOCKFISH if cfg.uses_stockfish else NODES_PER_S_SIMPLE
+        need = 4.0 * rate * self.timer.expected_ms(tc) / 1000.0
+        return int(min(cfg.max_nodes, need + MIN_TIMED_CAPACITY))
 
     def observe(self, observation: Observation, own_move: int | None) -> None:
-        """Update P (timed: an opponent ply's update counts against the next move)."""
+        """The opponent's ply starts our move (its P update is queued for `act`, inside the
+        move's budget); after our own ply, a partial update is completed on the opponent's
+        time, then P follows our move."""
         super().observe(observation, own_move)
         assert self._search is not None and self._belief is not None and self._game is not None
+        if own_move is None:
+            self.timer.start()
+            self._belief.expect(observation)
+            self._search.observe(observation_key(observation), None)  # queued: see act
+            return
         t0 = time.perf_counter()
+        self._ponder()
         self._belief.expect(observation)
         try:
             self._search.observe(observation_key(observation), own_move)
         except FowError as exc:  # the key has moved on; P has not
             if not self._lost:  # once P is gone (below) only the key follows the game
                 self._repair_belief(exc)
+        self._note_checkpoint()
+        eng = self._search.engine
+        if eng is not None:  # off the clock: drop store rows the tree no longer holds
+            compact_arena(self._game, eng.arena)
+        self._ponder_ms += 1000.0 * (time.perf_counter() - t0)
+
+    def _ponder(self) -> None:
+        """Complete a partial P update after our move (the opponent's time), for at least
+        `PONDER_MIN_MS` and twice our last planned move; past that, P keeps what it has and
+        says so."""
+        assert self._belief is not None
+        if not self._belief.partial or self._lost:
+            return
+        last = self.timer.last
+        deadline = None
+        if last is not None and last.iterations is None:
+            deadline = Deadline.within(max(PONDER_MIN_MS, 2.0 * last.optimum_ms) / 1000.0,
+                                       now=self.timer.now)
+        try:
+            self._ponder_done = self._belief.finish(deadline)
+        except FowError as exc:
+            self._repair_belief(exc)
+
+    def _note_checkpoint(self) -> None:
+        assert self._belief is not None
         bel = self._belief.set
         if bel.exact and not self._lost:
             self._checkpoint = (bel, len(self.history))
-        ms = 1000.0 * (time.perf_counter() - t0)
-        if own_move is None:
-            self._belief_ms = ms
-        else:
-            self._own_moves += 1
-            eng = self._search.engine
-            if eng is not None:  # off the clock: drop store rows the tree no longer holds
-                compact_arena(self._game, eng.arena)
+
+    def _settle_belief(self, plan: MovePlan) -> None:
+        """The queued P update of the opponent's ply, inside the move's belief stage."""
+        assert self._belief is not None
+        if self._lost or not self._belief.queued:
+            return
+        try:
+            self._belief.settle(plan.belief_deadline, spread=plan.iterations is None)
+        except FowError as exc:
+            self._repair_belief(exc)
+            return
+        self._note_checkpoint()
 
     def _repair_belief(self, exc: FowError) -> None:
         """P was capped to a uniform subsample (more than `belief_cap` positions were possible)
@@ -789,76 +654,56 @@ class ObscuroAgent(AgentBase):
 
     # --- deciding --------------------------------------------------------------------------
 
-    def _budget(self, clock: Clock) -> tuple[SearchConfig, TimePlan | None]:
-        """This move's search configuration and, for a time budget, its plan."""
-        cfg = self.config
-        base = cfg.search_config()
-        if self._resample:
-            base = replace(base, first_decision=FirstDecision.SAMPLED)
-        own = cfg.budget
-        iters: int | None = None
-        timed: Clock | None = None
-        if own.kind is BudgetKind.ITERATIONS:
-            iters = own.iterations
-        elif own.kind is BudgetKind.MOVETIME:
-            timed = Clock(TcKind.MOVETIME, movetime_ms=own.movetime_ms,
-                          deadline_ms=clock.deadline_ms)
-            if clock.kind is TcKind.CLOCK:  # never beyond what the game clock allows
-                allow = self.time_manager.allotment(clock, self._own_moves)
-                timed = replace(timed, movetime_ms=max(1, int(min(own.movetime_ms, allow))))
-        elif clock.kind is TcKind.ITERATIONS and clock.iterations:
-            iters = int(clock.iterations)
-        else:
-            timed = clock
-        if iters is not None:
-            exp = max(1, round(cfg.expand_ratio * iters))
-            return replace(base, budget=Iterations(iters), expansions=exp,
-                           schedule=Schedule.DETERMINISTIC), None
-        assert timed is not None
-        plan = self.time_manager.plan(timed, self._own_moves, self._belief_ms, cfg.min_roots)
-        budget = Seconds(max(MIN_SEARCH_S, plan.search_end_ms / 1000.0))  # replaced at the start
-        return replace(base, budget=budget, expansions=None, schedule=Schedule.THREADED,
-                       min_roots=plan.roots), plan
-
     def act(self, legal: Sequence[int], clock: Clock) -> Decision:
-        """Search and choose a move among `legal` (module docstring)."""
-        t_start = time.perf_counter()
+        """Decide within the move's plan: P's update, the subgame, the search, purification
+        (module docstring)."""
         assert self._search is not None and self._belief is not None
         if not legal:
             raise ValueError("act needs at least one legal move")
+        plan = self.timer.plan(clock, len(legal), self._belief.size_hint())
+        t0 = time.perf_counter()
+        self._settle_belief(plan)
+        t_belief = time.perf_counter()
+        self._belief_ms = 1000.0 * (t_belief - t0)
         if self._lost:
-            return self._without_belief(legal, t_start)
-        search_cfg, plan = self._budget(clock)
+            return self._finish(plan, self._without_belief(legal))
         sa = self._search
-        end = None if plan is None else t_start + plan.search_end_ms / 1000.0
         warm_ms = 0.0
         try:
-            if not self._resample and sa.engine is None and self.history:
+            if sa.engine is None and self.history and sa.wants_warm_start:
                 # a first decision after the start searches the start first
-                # (FirstDecision.TRUE_START); under a time budget that takes half the search
-                half = None if end is None else t_start + (end - t_start) / 2
-                sa.set_budget(search_cfg, half)
+                # (FirstDecision.TRUE_START); under a deadline that takes half the search
                 tw = time.perf_counter()
-                sa.warm_start()
+                sa.warm_start(_first_half(plan))
                 warm_ms = 1000.0 * (time.perf_counter() - tw)
-            sa.set_budget(search_cfg, end)
-            res = sa.act().search
+            res = sa.act(plan.limits, construct=plan.construct_deadline).search
             move, play = self._choose(res, legal)
         except Exception as exc:
             # a failing search must not lose the game: play a legal move, log it, and let the
             # next decision sample its roots afresh (the tree may not match the game any more)
             log.exception("obscuro: search failed; playing a fallback move")
-            return self._fallback(legal, t_start, exc)
-        info = self._analysis(res, search_cfg, plan, warm_ms)
+            return self._finish(plan, self._fallback(legal, exc))
         value = res.value if math.isfinite(res.value) else None
         policy = {int(a): float(p) for a, p in zip(res.actions.tolist(), play.tolist(),
                                                   strict=True) if p > 0.0}
-        decision = Decision(int(move), policy=policy, value=value, info=info)
-        eng = sa.engine
-        if plan is not None and eng is not None:
-            tail_ms = 1000.0 * (time.perf_counter() - eng.run_end)
-            self.time_manager.record(1000.0 * res.time.construct, res.sampled, tail_ms)
-        return decision
+        info = self._analysis(res, plan, warm_ms)
+        return self._finish(plan, Decision(int(move), policy=policy, value=value, info=info))
+
+    def _finish(self, plan: MovePlan, decision: Decision) -> Decision:
+        """End the move: learn from its time, and add the time split to the analysis."""
+        total_ms = self.timer.finish(plan)
+        info = dict(decision.info)
+        split = dict(info.get("time_ms", {}))
+        split["belief"] = round(self._belief_ms, 1)
+        split["total"] = round(total_ms, 1)
+        if self._ponder_ms:
+            split["after_move"] = round(self._ponder_ms, 1)  # on the opponent's time
+        info["time_ms"] = split
+        info["plan"] = plan.to_info()
+        if self._belief is not None and self._belief.cut:
+            info["belief_cut"] = self._belief.cut
+        self._ponder_ms = 0.0
+        return replace(decision, info=info)
 
     def _choose(self, res: SearchResult, legal: Sequence[int]) -> tuple[int, np.ndarray]:
         """Sample the move from the purified policy (or seed 001's "purification off" one)."""
@@ -883,7 +728,7 @@ class ObscuroAgent(AgentBase):
         self._search.force(move)
         return move, play / total
 
-    def _without_belief(self, legal: Sequence[int], t_start: float) -> Decision:
+    def _without_belief(self, legal: Sequence[int]) -> Decision:
         """P is lost: capture a visible king, else draw a legal move uniformly."""
         obs = self.history[-1][1] if self.history else None
         move = int(legal[int(self._rng.integers(len(legal)))])
@@ -894,23 +739,20 @@ class ObscuroAgent(AgentBase):
                 move = next((int(m) for m in legal if (int(m) >> 6) & 63 == sq), move)
         assert self._search is not None
         self._search.force(move)
-        return Decision(move, info={"belief_lost": True, "repairs": self._repairs,
-                                    "ms": round(1000.0 * (time.perf_counter() - t_start), 1)})
+        return Decision(move, info={"belief_lost": True, "repairs": self._repairs})
 
-    def _fallback(self, legal: Sequence[int], t_start: float, exc: BaseException) -> Decision:
-        """A uniformly drawn legal move after a failed search; the tree is dropped."""
+    def _fallback(self, legal: Sequence[int], exc: BaseException) -> Decision:
+        """A uniformly drawn legal move after a failed search; the tree is dropped (the next
+        decisions sample their roots afresh)."""
         assert self._search is not None
         move = int(legal[int(self._rng.integers(len(legal)))])
         self._search.force(move)
         self._search.reset_tree()
-        self._resample = True
         self._fallbacks += 1
-        info = {"fallback": f"{type(exc).__name__}: {exc}"[:300], "fallbacks": self._fallbacks,
-                "ms": round(1000.0 * (time.perf_counter() - t_start), 1)}
+        info = {"fallback": f"{type(exc).__name__}: {exc}"[:300], "fallbacks": self._fallbacks}
         return Decision(move, info=info)
 
-    def _analysis(self, res: SearchResult, cfg: SearchConfig, plan: TimePlan | None,
-                  warm_ms: float) -> dict[str, Any]:
+    def _analysis(self, res: SearchResult, plan: MovePlan, warm_ms: float) -> dict[str, Any]:
         """The per-move analysis (`Decision.info`): belief, tree, search and time split."""
         assert self._belief is not None and self._search is not None
         eng = self._search.engine
@@ -944,9 +786,8 @@ class ObscuroAgent(AgentBase):
             "p_max": round(res.p_max, 4),
             "evaluator": self.evaluator_name,
             "ablation": self.config.ablation.value,
-            "budget": (f"iters={cfg.budget.n}" if isinstance(cfg.budget, Iterations)
-                       else f"{1000 * eng.config.budget.s:.0f}ms" if eng is not None and
-                       isinstance(eng.config.budget, Seconds) else "?"),
+            "budget": (f"iters={plan.iterations}" if plan.iterations is not None
+                       else f"{plan.optimum_ms:.0f}ms"),
             "ms": round(elapsed_ms, 1),
             "time_ms": {
                 "belief": round(self._belief_ms, 1),
@@ -958,13 +799,11 @@ class ObscuroAgent(AgentBase):
                 "search_total": round(elapsed_ms, 1),
             },
         }
-        if plan is not None:
-            info["plan_ms"] = {"allot": round(plan.allot_ms, 1),
-                               "search_end": round(plan.search_end_ms, 1), "roots": plan.roots}
-            if eng is not None and eng.deadline is not None:  # > 0: the search ended late
-                info["plan_ms"]["late"] = round(1000.0 * (eng.run_end - eng.deadline), 1)
+        if plan.deadline is not None and plan.iterations is None and eng is not None:
+            # > 0: the search ended after its soft instant
+            info["late_ms"] = round(1000.0 * (eng.run_end - plan.deadline.soft), 1)
         if self._pool is not None:
-            st = self._pool.stats()
+            st = self._pool.stats()  # this game's calls (the pool is reset at each game)
             info["stockfish"] = {"leaf_calls": st.leaf_calls, "own_calls": st.own_calls,
                                  "restarts": st.restarts, "fallbacks": st.fallbacks}
         if self._fallbacks:

@@ -21,6 +21,12 @@ a function of its seed. Chess-legal moves are FoW-legal in every position of P, 
 move is always among the legal ones; if it is not (a bug), or the engine fails for good, a
 uniformly drawn legal move is played and the analysis says so.
 
+Time (`caligo.agents.timing`, policy `STOCKFISH_PI`): the move starts when the opponent's
+move is observed; P's update runs in its share of the move's plan (cut short, P is the children
+of an evenly spread part of the parents, completed after our move), and under a time budget
+Stockfish gets `go depth D movetime T` with T what is left to the plan's soft instant. The
+engine process is started once per agent and gets `ucinewgame` at every game.
+
 Options (`stockfish-pi:key=value`): depth=N, seed=N, stockfish=PATH.
 """
 
@@ -29,12 +35,15 @@ from __future__ import annotations
 import logging
 import random
 import re
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from caligo.agents.base import AgentBase, Clock, Decision, TimeControl
+from caligo.agents.base import AgentBase, Clock, Decision
+from caligo.agents.timing import STOCKFISH_PI, MovePlan, MoveTimer, TimeControl
 from caligo.errors import CaligoError
 from caligo.fow.belief import BeliefSet
 from caligo.fow.evaluate import UNDECIDED, decided
@@ -47,6 +56,7 @@ from caligo.fow.stockfish import (
     fen_bytes,
     find_stockfish,
 )
+from caligo.limits import Deadline
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +73,8 @@ class StockfishPIError(CaligoError, ValueError):
 class StockfishPIAgent(AgentBase):
     """Stockfish on one position sampled from P (module docstring)."""
 
-    def __init__(self, depth: int = DEFAULT_DEPTH, seed: int = 0, path: str | None = None) -> None:
+    def __init__(self, depth: int = DEFAULT_DEPTH, seed: int = 0, path: str | None = None, *,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         super().__init__()
         if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= 60:
             raise StockfishPIError(f"stockfish-pi: depth must be an int in [1, 60], got "
@@ -75,6 +86,9 @@ class StockfishPIAgent(AgentBase):
                                        call_timeout_s=30.0)
         self._engine: StockfishEngine | None = None
         self._belief: BeliefSet | None = None
+        self._queued: Observation | None = None
+        self._cut = 0
+        self.timer = MoveTimer(STOCKFISH_PI, now=clock)
         self._rng = np.random.default_rng(0)
         self._draw = random.Random(0)
 
@@ -98,31 +112,61 @@ class StockfishPIAgent(AgentBase):
         return cls(**kw)
 
     def new_game(self, color: int, start_fen: str, time_control: TimeControl, seed: int) -> None:
-        """P = {start}; a fresh engine (its answers depend on what it searched before)."""
+        """P = {start}; the engine starts a new game (`ucinewgame`: its answers no longer
+        depend on what it searched before), or starts, at the agent's first game."""
         super().new_game(color, start_fen, time_control, seed)
+        self.timer.new_game(time_control)
         self._belief = BeliefSet.initial(color, start_fen)
+        self._queued = None
         mixed = np.random.SeedSequence([self.base_seed & 0xFFFFFFFF, seed & 0xFFFFFFFF, color])
         self._rng = np.random.default_rng(mixed)
         self._draw = random.Random(int(mixed.generate_state(1)[0]))
         if self._engine is not None:
-            self._engine.restart()
+            self._engine.new_game()
         else:
             self._engine = StockfishEngine(self.path, self._config)
 
     def observe(self, observation: Observation, own_move: int | None) -> None:
-        """Follow P."""
+        """Follow P: the opponent's ply starts our move and its update waits for `act`; after
+        our own ply, a partial update is completed (on the opponent's time) first."""
         super().observe(observation, own_move)
         assert self._belief is not None
         if own_move is None:
-            self._belief = self._belief.update_opponent_move(observation)
-        else:
-            self._belief = self._belief.update_own_move(own_move, observation)
+            self.timer.start()
+            self._queued = observation
+            return
+        bel = self._belief
+        if bel.partial:
+            last = self.timer.last
+            deadline = None if last is None or last.iterations is not None else (
+                Deadline.within(max(0.2, 0.002 * last.optimum_ms), now=self.timer.now))
+            bel = bel.complete(deadline)
+            if bel.partial:
+                bel = bel.truncate()
+                self._cut += 1
+        self._belief = bel.update_own_move(own_move, observation)
 
     def act(self, legal: Sequence[int], clock: Clock) -> Decision:
         """Stockfish's move in a position drawn from P (module docstring)."""
         assert self._belief is not None and self._engine is not None
         if not legal:
             raise ValueError("act needs at least one legal move")
+        plan = self.timer.plan(clock, len(legal), len(self._belief))
+        if self._queued is not None:
+            self._belief = self._belief.update_opponent_move(
+                self._queued, plan.belief_deadline, spread=plan.iterations is None)
+            self._queued = None
+        decision = self._decide(legal, plan)
+        total_ms = self.timer.finish(plan)
+        info = dict(decision.info)
+        info["time_ms"] = {"total": round(total_ms, 1)}
+        info["plan"] = plan.to_info()
+        if self._cut:
+            info["belief_cut"] = self._cut
+        return replace(decision, info=info)
+
+    def _decide(self, legal: Sequence[int], plan: MovePlan) -> Decision:
+        assert self._belief is not None and self._engine is not None
         pos = self._belief.sample_array(1, self._rng)[0]
         info: dict[str, Any] = {"belief": len(self._belief), "sample": to_fen(pos)}
         them = (1 - self.color) * 6 + KING
@@ -133,8 +177,11 @@ class StockfishPIAgent(AgentBase):
             return Decision(int(captures[0]), policy={int(captures[0]): 1.0}, info=info)
         if int(decided(pos[None, :].copy())[0]) != UNDECIDED:  # pragma: no cover - see above
             return self._random(legal, info, "decided sample")
+        movetime = None
+        if plan.deadline is not None and plan.iterations is None:
+            movetime = max(1, int(1000.0 * plan.deadline.soft_left()))
         try:
-            (block,) = self._engine.search([fen_bytes(pos)])
+            (block,) = self._engine.search([fen_bytes(pos)], movetime_ms=movetime)
         except StockfishError as exc:
             log.error("stockfish-pi: the engine failed (%s); playing a random move", exc)
             return self._random(legal, info, f"engine failed: {exc}")

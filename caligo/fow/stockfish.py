@@ -501,6 +501,22 @@ class StockfishEngine:
         self._proc = None
         self._buf.clear()
 
+    def new_game(self) -> None:
+        """Forget the previous game: `ucinewgame` clears Stockfish's hash table and its search
+        histories (`Search::clear`), so a depth-limited search answers as a fresh process
+        would; restart the process if it does not answer."""
+        if self._closed:
+            raise StockfishError("the engine was closed")
+        if self._proc is None:
+            self._run(b"", 0)
+            return
+        try:
+            self._write(b"ucinewgame\nisready\n")
+            self._read_blocks(b"readyok", 1, self.config.start_timeout_s)
+        except _EngineFailure as exc:
+            logger.warning("Stockfish pid %s failed on ucinewgame (%s); restarting", self.pid, exc)
+            self.restart()
+
     def restart(self) -> None:
         """Kill the process and start a new one (history and hash start empty)."""
         self._stop_process()
@@ -523,8 +539,9 @@ class StockfishEngine:
 
     # searching -----------------------------------------------------------------------------
 
-    def search(self, fens: Sequence[bytes]) -> list[bytes]:
-        """Run `go depth D` on each FEN, pipelined; return each raw answer (up to bestmove).
+    def search(self, fens: Sequence[bytes], movetime_ms: int | None = None) -> list[bytes]:
+        """Run `go depth D` on each FEN (`go depth D movetime T` with a time limit: the first
+        one reached stops the search), pipelined; return each raw answer (up to bestmove).
 
         Commands go out in chunks of `PIPELINE` positions, each chunk written at once and its
         answers read in order (a chunk fits the pipe, so writing it never waits on the engine,
@@ -534,6 +551,8 @@ class StockfishEngine:
         if self._closed:
             raise StockfishError("the engine was closed")
         depth = b"go depth %d\n" % self.config.depth
+        if movetime_ms is not None:
+            depth = b"go depth %d movetime %d\n" % (self.config.depth, max(1, int(movetime_ms)))
         blocks: list[bytes] = []
         for i in range(0, len(fens), PIPELINE):
             chunk = fens[i : i + PIPELINE]
@@ -664,6 +683,17 @@ class StockfishPool:
             self._engines.append(eng)
         self._local.engine = eng
         return eng
+
+    def new_game(self) -> None:
+        """Start a new game on every engine (`StockfishEngine.new_game`) and forget the caches
+        and counters: the next game's scores are those a fresh pool would give."""
+        with self._lock:
+            engines = [e for e in self._engines if not e.closed]
+            self._leaves = _Lru(self.config.cache_entries)
+            self._answers = _Lru(self.config.cache_entries)
+            self._counters = _Counters()
+        for eng in engines:
+            eng.new_game()
 
     def close(self) -> None:
         """Stop every engine process; idempotent."""

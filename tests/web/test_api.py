@@ -25,6 +25,7 @@ from starlette.websockets import WebSocketDisconnect
 
 from caligo.agents.base import Clock, TcKind, TimeControl
 from caligo.agents.registry import AgentSpecError
+from caligo.agents.timing import strength_clock
 from caligo.fow.notation import read_pgn
 from caligo.fow.observation import observe
 from caligo.fow.position import BLACK, WHITE, move_to_uci
@@ -32,7 +33,6 @@ from caligo.fow.transcript import Transcript
 from caligo.fow.view import view_data
 from caligo.web import WebConfig, create_app
 from caligo.web.errors import WebConfigError
-from caligo.web.live import engine_budget
 from tests.web.helpers import (
     CountingAgent,
     check_state_keys,
@@ -320,12 +320,12 @@ def test_engine_searches_are_capped_and_queued(tmp_path: Path, cap: int) -> None
 
 def test_engine_budget_stays_inside_its_clock() -> None:
     mt = TimeControl.parse("mt=3")
-    assert engine_budget(mt, Clock(TcKind.NONE)).movetime_ms == 3000
+    assert strength_clock(mt, Clock(TcKind.NONE)).movetime_ms == 3000
     clock = Clock(TcKind.CLOCK, remaining_ms=30_000, increment_ms=0, deadline_ms=30_000)
-    assert engine_budget(mt, clock).movetime_ms == 1000  # 1/30 of the clock
+    assert strength_clock(mt, clock).movetime_ms == 1000  # 1/30 of the clock
     low = Clock(TcKind.CLOCK, remaining_ms=600, increment_ms=0)
-    assert engine_budget(mt, low).movetime_ms == 50
-    iters = engine_budget(TimeControl.parse("iters=4000"), clock)
+    assert strength_clock(mt, low).movetime_ms == 50
+    iters = strength_clock(TimeControl.parse("iters=4000"), clock)
     assert iters.kind is TcKind.ITERATIONS and iters.iterations == 4000
     assert iters.deadline_ms == 30_000
 

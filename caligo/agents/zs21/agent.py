@@ -9,21 +9,18 @@ budget, runs one `ZS21Search.decide` (subgame from the previous trunk plus parti
 with exact LP solves, the Maxmargin/Resolve switch), samples the move from the exact strategy at
 our infoset, and reports diagnostics in `Decision.info`.
 
-Budget from the clock (`Clock`):
+Time (`caligo.agents.timing`, policy `ZS21`): the move starts when the opponent's move is
+observed; the referee's clock becomes the move's plan (R / 30 + 0.75 I for a clock, at most
+0.2 R; a move time as given; an iteration count is a deterministic budget of leaf expansions),
+the P update of the opponent's ply runs in its share of it, the particles' evaluation up to
+the construction's share, the deepening loop to the soft instant and HiGHS never past the hard
+one. The overhead past the plan (the final LP, a loaded machine's stalls) is learned by the
+`MoveTimer`, as every engine's is.
 
-    iterations N      a deterministic budget of N leaf expansions
-    move time T       0.8 T - 30 ms
-    clock R + I       min(R / 30 + 0.75 I, 0.2 R), then as a move time
-    none              the config's budget (default 1 s)
-
-and never more than 0.8 (0.8 of the referee's deadline) - 30 ms, whatever the budget. From a
-time budget the agent subtracts what its earlier moves spent past theirs (a decaying maximum,
-Stockfish's "move overhead" learnt on the fly): the construction (particles, about 200 Stockfish
-calls), the final LP and a loaded machine's stalls. The belief update is not part of the move
-(it happens in `observe`).
-
-Registered as `zs21` (options: budget=mt=1|iters=N|none, evaluator=auto|stockfish|simple,
-seed=N, particles=L, penalty=text|algorithm|off, max_nodes=N, max_positions=N).
+Registered as `zs21` (options: budget=mt=1|iters=N|none (the agent's own budget: an iteration
+count replaces the referee's, a move time is used inside the game clock), evaluator=auto|
+stockfish|simple, seed=N, particles=L, penalty=text|algorithm|off, max_nodes=N,
+max_positions=N).
 """
 
 from __future__ import annotations
@@ -33,14 +30,22 @@ import functools
 import logging
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from caligo.agents.base import AgentBase, Clock, Decision, TcKind, TimeControl, TimeControlError
+from caligo.agents.base import AgentBase, Clock, Decision
 from caligo.agents.fow_search import FowBelief, FowEvaluator, FowSearchGame, compact_arena
+from caligo.agents.timing import (
+    UNTIMED,
+    MoveTimer,
+    TcKind,
+    TimeControl,
+    TimeControlError,
+)
+from caligo.agents.timing import ZS21 as ZS21_POLICY
 from caligo.agents.zs21.config import Penalty, ZS21Budget, ZS21Config, ZS21ConfigError
 from caligo.agents.zs21.search import ZS21Search
 from caligo.agents.zs21.tree import decision_seed
@@ -48,18 +53,14 @@ from caligo.fow.belief import BeliefConfig
 from caligo.fow.evaluate import LeafEvaluator, SimpleEvaluator
 from caligo.fow.expand import observation_key
 from caligo.fow.observation import Observation
+from caligo.limits import Deadline
 from caligo.search.construct import start_key
 from caligo.search.game import KeyMode
 from caligo.search.intern import mix_key
 
-__all__ = ["EvaluatorChoice", "ZS21Agent", "budget_for"]
+__all__ = ["EvaluatorChoice", "ZS21Agent", "own_budget"]
 
 log = logging.getLogger(__name__)
-
-MOVES_TO_GO = 30
-"""Moves a clock's remaining time is spread over (FoW games last about 58 moves a side, seed 001
-App. D; the increment pays for the rest)."""
-
 
 class EvaluatorChoice(enum.Enum):
     """The leaf evaluator."""
@@ -69,30 +70,13 @@ class EvaluatorChoice(enum.Enum):
     SIMPLE = "simple"  # material plus visible squares (seed 001 ablation 6)
 
 
-def budget_for(clock: Clock | None, default: ZS21Budget) -> ZS21Budget:
-    """The budget of one move under `clock` (module docstring)."""
-    if clock is None:
-        return default
-    budget = default
-    if clock.kind is TcKind.ITERATIONS and clock.iterations:
-        budget = ZS21Budget(seconds=None, expansions=int(clock.iterations))
-    elif clock.kind is TcKind.MOVETIME and clock.movetime_ms:
-        budget = ZS21Budget(seconds=_usable(clock.movetime_ms / 1000.0), expansions=None)
-    elif clock.kind is TcKind.CLOCK and clock.remaining_ms is not None:
-        rem = max(clock.remaining_ms, 0) / 1000.0
-        inc = clock.increment_ms / 1000.0
-        seconds = min(rem / MOVES_TO_GO + 0.75 * inc, 0.2 * rem)
-        budget = ZS21Budget(seconds=_usable(seconds), expansions=None)
-    if clock.deadline_ms is not None:
-        cap = _usable(0.8 * clock.deadline_ms / 1000.0)
-        if budget.seconds is None or budget.seconds > cap:
-            budget = replace(budget, seconds=cap)
-    return budget
-
-
-def _usable(seconds: float) -> float:
-    """The part of a move's time the search may spend (the rest is overhead and margin)."""
-    return max(0.8 * seconds - 0.03, 0.01)
+def own_budget(budget: ZS21Budget) -> TimeControl:
+    """The agent's own budget for a configuration's `ZS21Budget`: a leaf-expansion count with
+    no time limit is an iteration budget (deterministic); anything else leaves the referee's
+    clock in charge (`ZS21Budget.seconds` is then the move time when the referee gives none)."""
+    if budget.seconds is None and budget.expansions is not None:
+        return TimeControl(TcKind.ITERATIONS, iterations=max(1, int(budget.expansions)))
+    return UNTIMED
 
 
 @functools.cache
@@ -134,7 +118,8 @@ class ZS21Agent(AgentBase):
 
     def __init__(self, config: ZS21Config | None = None,
                  evaluator: EvaluatorChoice = EvaluatorChoice.AUTO,
-                 belief: BeliefConfig | None = None) -> None:
+                 belief: BeliefConfig | None = None, *,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         super().__init__()
         self.config = config if config is not None else ZS21Config()
         if not isinstance(evaluator, EvaluatorChoice):
@@ -147,7 +132,10 @@ class ZS21Agent(AgentBase):
         self.search: ZS21Search | None = None
         self.key = 0
         self.ply = 0
-        self.overhead = 0.0  # seconds a move spends past its search budget, decaying maximum
+        untimed = self.config.budget.seconds
+        policy = ZS21_POLICY if untimed is None else replace(ZS21_POLICY,
+                                                              untimed_ms=1000.0 * untimed)
+        self.timer = MoveTimer(policy, own_budget(self.config.budget), now=clock)
         self.last_info: dict[str, Any] = {}
         warm_up()  # once per process
 
@@ -207,19 +195,23 @@ class ZS21Agent(AgentBase):
                     log.warning("zs21: Stockfish not found, using the built-in evaluator")
             if self.leaf is None:
                 self.leaf = SimpleEvaluator()
+        elif hasattr(self.leaf, "new_game"):
+            self.leaf.new_game()  # a Stockfish pool: ucinewgame, empty caches
         return self.leaf
 
     def new_game(self, color: int, start_fen: str, time_control: TimeControl, seed: int) -> None:
         """Start a game: P = {start}, the trunk = the start node (Algorithm 15 lines 2-4)."""
         super().new_game(color, start_fen, time_control, seed)
+        self.timer.new_game(time_control)
         if self.game is None:
             self.game = FowSearchGame(start_fen)
         else:
             self.game.reset(start_fen)
         game = self.game
         cfg = replace(self.config, seed=decision_seed(self.config.seed, int(seed)))
+        leaf = self._leaf()
         if self.search is None or self.search.searcher != self.color:
-            self.search = ZS21Search(game, FowEvaluator(game, self._leaf()), cfg, self.color)
+            self.search = ZS21Search(game, FowEvaluator(game, leaf), cfg, self.color)
         else:
             self.search.config = cfg
         self.search.start(game.start_state())
@@ -229,9 +221,20 @@ class ZS21Agent(AgentBase):
         self.ply = 0
 
     def observe(self, observation: Observation, own_move: int | None) -> None:
-        """Update P and our observation-sequence key."""
+        """Update our observation-sequence key; the opponent's ply starts our move (its P
+        update is queued for `act`); after our own ply a partial update is completed on the
+        opponent's time, then P follows our move."""
         super().observe(observation, own_move)
         assert self.belief is not None, "observe before new_game"
+        if own_move is None:
+            self.timer.start()
+        else:
+            last = self.timer.last
+            deadline = None
+            if last is not None and last.iterations is None:
+                deadline = Deadline.within(max(0.2, 0.002 * last.optimum_ms),
+                                           now=self.timer.now)
+            self.belief.finish(deadline)
         self.belief.update(observation, own_move)
         act = -1 if own_move is None else int(own_move)
         self.key = int(mix_key(np.uint64(self.key), np.int64(act),
@@ -239,17 +242,22 @@ class ZS21Agent(AgentBase):
         self.ply += 1
 
     def act(self, legal: Sequence[int], clock: Clock) -> Decision:
-        """Search within the clock's budget and sample the move (module docstring)."""
+        """Search within the move's plan and sample the move (module docstring)."""
         search, belief, game = self.search, self.belief, self.game
         assert search is not None and belief is not None and game is not None, "act before new_game"
-        t_act = time.perf_counter()
-        budget = budget_for(clock, self.config.budget)
-        if budget.seconds is not None:  # what earlier moves spent past their budget
-            budget = replace(budget, seconds=max(budget.seconds - self.overhead,
-                                                 0.25 * budget.seconds))
+        plan = self.timer.plan(clock, len(legal), belief.size_hint())
+        t0 = time.perf_counter()
+        belief.settle(plan.belief_deadline, spread=plan.iterations is None)
+        belief_ms = 1000.0 * (time.perf_counter() - t0)
+        if plan.iterations is not None:
+            budget = ZS21Budget(seconds=None, expansions=plan.iterations)
+        else:
+            assert plan.deadline is not None
+            budget = ZS21Budget(seconds=max(plan.deadline.soft_left(), 1e-3), expansions=None)
         seed = decision_seed(search.config.seed, self.ply, self.key)
         rng = np.random.default_rng(seed)
-        res = search.decide(belief, self.key, rng, budget, seed)
+        res = search.decide(belief, self.key, rng, budget, seed, deadline=plan.deadline,
+                            construct=plan.construct_deadline)
         p = np.clip(res.policy, 0.0, None)
         p = p / p.sum() if p.sum() > 0 else np.full(p.size, 1.0 / p.size)
         move = int(res.actions[int(rng.choice(p.size, p=p))])
@@ -263,6 +271,9 @@ class ZS21Agent(AgentBase):
         value = res.infoset_value if math.isfinite(res.infoset_value) else None
         if value is not None:
             value = float(min(max(value, -1.0), 1.0))
+        if game.size > 4 * search.arena.n_nodes + 200_000:
+            compact_arena(game, search.arena)  # the store only needs the trunk's positions
+        total_ms = self.timer.finish(plan)
         info = {
             "belief_size": belief.size(), "belief_exact": belief.exact,
             "belief_mb": round(belief.nbytes / 1e6, 3),
@@ -277,13 +288,17 @@ class ZS21Agent(AgentBase):
             "construct_s": round(res.construct_seconds, 4),
             "expand_s": round(res.expand_seconds, 4),
             "budget_s": budget.seconds, "elapsed": round(res.seconds, 4),
+            "time_ms": {
+                "belief": round(belief_ms, 1),
+                "construct": round(1000 * res.construct_seconds, 1),
+                "search": round(1000 * (res.lp_seconds + res.expand_seconds), 1),
+                "total": round(total_ms, 1),
+            },
+            "plan": plan.to_info(),
         }
+        if belief.cut:
+            info["belief_cut"] = belief.cut
         self.last_info = info
-        if budget.seconds is not None:
-            spent = time.perf_counter() - t_act
-            self.overhead = max(0.8 * self.overhead, spent - budget.seconds)
-        if game.size > 4 * search.arena.n_nodes + 200_000:
-            compact_arena(game, search.arena)  # the store only needs the trunk's positions
         return Decision(move, policy=policy, value=value, info=info)
 
     def close(self) -> None:

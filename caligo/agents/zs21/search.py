@@ -68,6 +68,7 @@ from caligo.agents.zs21.subgame import (
 from caligo.agents.zs21.trunk_lp import RootLayer
 from caligo.core.game import CHANCE, TERMINAL
 from caligo.core.lp import LPError
+from caligo.limits import Deadline
 from caligo.search import construct as C
 from caligo.search import expand as X
 from caligo.search.arena import EXPANDED, M_MAX_DEPTH, Arena, Capacity
@@ -135,14 +136,16 @@ class ZS21Search:
         self.penalty = None
         self.solved = False
 
-    def reroot(self, belief: Belief, cur_key: int, rng: np.random.Generator) -> SubgameInfo:
-        """The subgame at our infoset `cur_key` from the trunk (`subgame.make_subgame`)."""
+    def reroot(self, belief: Belief, cur_key: int, rng: np.random.Generator,
+               deadline: Deadline | None = None) -> SubgameInfo:
+        """The subgame at our infoset `cur_key` from the trunk (`subgame.make_subgame`); the
+        particles' evaluation stops at `deadline`'s soft instant."""
         # The trunk's slots hold (x̂, ŷ): the loop ends on a solve, or, when HiGHS was stopped,
         # on the last one that finished (the newest nodes keep their initial strategies).
         new = self._spare if self._spare is not None else Arena(self.arena.capacity)
         info, layer = make_subgame(self.arena, self.layer, new, self.game, belief,
                                    self.evaluator, int(cur_key), self.config, rng,
-                                   self.util_scale, self.transpositions)
+                                   self.util_scale, self.transpositions, deadline)
         self._spare = self.arena
         self.arena = new
         self.layer = layer
@@ -186,9 +189,9 @@ class ZS21Search:
             self._expand(leaves.astype(np.int32), 0)
 
     # solving --------------------------------------------------------------------------------
-    def _solve(self, deadline: float | None = None) -> trunk_lp.LPSolution:
+    def _solve(self, deadline: Deadline | None = None) -> trunk_lp.LPSolution:
         trunk = trunk_lp.export(self.arena, self.layer, self.searcher, self.penalty)
-        limit = None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
+        limit = None if deadline is None else max(deadline.left(), 1e-3)
         sol = trunk_lp.solve(trunk, self.arena, self.config.tie_break, self.config.canonical,
                              limit)
         trunk_lp.write_back(trunk, self.arena, sol)
@@ -264,11 +267,14 @@ class ZS21Search:
 
     # the loop -------------------------------------------------------------------------------
     def run(self, budget: ZS21Budget, cur_key: int | None, seed: int,
-            deadline: float | None = None) -> LoopStats:
-        """Algorithm 15 lines 22-38 within `budget` (module docstring)."""
-        t_start = time.perf_counter()
+            deadline: Deadline | None = None) -> LoopStats:
+        """Algorithm 15 lines 22-38 within `budget` and `deadline` (module docstring): the
+        deepening stops when the next expansion batch and the final solve would pass the
+        soft instant; an LP is stopped by HiGHS at the hard one."""
         if deadline is None and budget.seconds is not None:
-            deadline = t_start + budget.seconds
+            deadline = Deadline.within(budget.seconds)
+        # the estimates below (an LP's, a leaf's time) are taken on the deadline's clock
+        now = deadline.now if deadline is not None else time.perf_counter
         tol = self.config.switch_tol
         iterations = expansions = solves = switches = 0
         lp_s = exp_s = 0.0
@@ -286,10 +292,11 @@ class ZS21Search:
 
         while True:
             t_lp = time.perf_counter()
+            c_lp = now()
             try:
                 sol = self._solve(deadline)
                 solves += 1
-                last_lp = sol.seconds
+                last_lp = now() - c_lp
                 lp_nodes = max(self.arena.n_nodes, 1)
                 kind = self.layer.kind
                 if kind is Gadget.MAXMARGIN and sol.value < -tol:
@@ -305,7 +312,7 @@ class ZS21Search:
                 # the last solution (our infoset's strategy is from the last solve that ended,
                 # or carried from the previous trunk)
                 lp_s += time.perf_counter() - t_lp
-                late = deadline is not None and time.perf_counter() >= deadline - 2e-3
+                late = deadline is not None and deadline.left() <= 2e-3
                 (log.debug if late else log.warning)(
                     "zs21: LP on a trunk of %d nodes stopped (%s); playing the last solution",
                     self.arena.n_nodes, exc)
@@ -316,7 +323,7 @@ class ZS21Search:
                 break
             if budget.expansions is not None and expansions >= budget.expansions:
                 break
-            if deadline is not None and time.perf_counter() + reserve() >= deadline:
+            if deadline is not None and reserve() >= deadline.soft_left():
                 break
             iterations += 1
             t0 = time.perf_counter()
@@ -334,17 +341,17 @@ class ZS21Search:
             while lo < todo.size and self.arena.n_nodes < self.max_nodes:
                 step = self.config.expand_batch
                 if deadline is not None:
-                    left = deadline - time.perf_counter() - reserve()
+                    left = deadline.soft_left() - reserve()
                     if left <= 0.0:
                         break
                     # batches small enough that the last one cannot overrun the deadline
                     step = max(1, min(step, int(left / (2.0 * leaf_s)))) if leaf_s else min(
                         step, 4)
-                b0 = time.perf_counter()
+                b0 = now()
                 k = self._expand(todo[lo : lo + step], seed * 1_000_003 + expansions + done)
                 if k < 0:
                     break
-                per = (time.perf_counter() - b0) / max(k, 1)
+                per = (now() - b0) / max(k, 1)
                 leaf_s = per if leaf_s == 0.0 else 0.7 * leaf_s + 0.3 * per
                 done += k
                 lo += k
@@ -355,22 +362,27 @@ class ZS21Search:
         return LoopStats(iterations, expansions, solves, lp_s, exp_s, switches, value)
 
     # deciding -------------------------------------------------------------------------------
-    def warm_start(self, budget: ZS21Budget, seed: int) -> LoopStats | None:
+    def warm_start(self, budget: ZS21Budget, seed: int,
+                   deadline: Deadline | None = None) -> LoopStats | None:
         """`StartMode.SOLVE_FROM_START`: deepen and solve the trunk from the game's start."""
         if self.layer.kind is not Gadget.NONE or self.solved:
             return None
         if self.config.start is not StartMode.SOLVE_FROM_START:
             return None
-        return self.run(budget, None, seed)
+        return self.run(budget, None, seed, deadline)
 
     def decide(self, belief: Belief, cur_key: int, rng: np.random.Generator, budget: ZS21Budget,
-               seed: int) -> ZS21Result:
-        """One decision at our infoset `cur_key` (module docstring)."""
+               seed: int, deadline: Deadline | None = None,
+               construct: Deadline | None = None) -> ZS21Result:
+        """One decision at our infoset `cur_key` (module docstring), within `budget`'s counts
+        and `deadline` (default: `budget.seconds` from now, if set); `construct` bounds the
+        particles' evaluation (default: `deadline`)."""
         t0 = time.perf_counter()
-        deadline = t0 + budget.seconds if budget.seconds is not None else None
-        self.warm_start(budget, seed)
+        if deadline is None and budget.seconds is not None:
+            deadline = Deadline.within(budget.seconds)
+        self.warm_start(budget, seed, deadline)
         t1 = time.perf_counter()
-        info = self.reroot(belief, cur_key, rng)
+        info = self.reroot(belief, cur_key, rng, construct if construct is not None else deadline)
         if self.config.penalty.value != "off":
             pen = self.set_information_term(cur_key, belief.size())
         else:

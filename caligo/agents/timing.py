@@ -1,0 +1,644 @@
+"""Time as a contract: the one owner of a move's budget, from `--tc` to every loop of the move.
+
+The path of a budget (Stockfish's `go` limits -> `LimitsType` -> `TimeManagement` ->
+`check_time`, in Caligo's words):
+
+    "--tc 180+2"  ->  TimeControl            the game's rule for one side (text, PGN, protocol)
+                  ->  Clock                  what the referee says in each `go`: the time left
+                                             now, the increment, the deadline of this answer
+                  ->  MoveTimer.plan(clock)  one `MovePlan`: an iteration count, or an optimum
+                                             and a maximum as absolute instants
+                  ->  caligo.limits.Limits   what the search gets; every loop polls its
+                                             `Deadline` (solver, expanders, ZS21's deepening
+                                             and LPs, the belief update, root sampling)
+
+A `TimingPolicy` (frozen) holds the rule's knobs; `OBSCURO`, `ZS21`, `STOCKFISH_PI` and `WEB`
+are its presets. A `MoveTimer` holds one agent's per-game state: the move's start (the
+instant the opponent's move was received: the belief update that follows is part of the
+move), the own-move count (the game's phase) and the learned move overhead.
+
+The rule (times in ms; `overhead` = the policy's `overhead_ms` plus the learned tail):
+
+- iterations N: the count; the referee's deadline, if any, only as a hang guard.
+- move time T: optimum = T (1 - safety_share) - overhead, maximum = T - overhead.
+- clock R + I: usable = R - reserve; moves_left = max(min_moves_left, game_moves - own_moves);
+  optimum = (usable / moves_left + inc_share I) x phase(own_moves) (more in the middle game,
+  `phase_factor`), at most max_share usable + inc_share I, less when the move is forced (one
+  legal move: `forced_ms`) or the position is known (|P| = 1: half); maximum =
+  min(hard_factor x optimum, max_share usable + I, usable / 2 + I); both minus the overhead.
+- none: the policy's `untimed_ms` as a move time.
+- the agent's own budget option (`TimeControl`): an iteration count replaces the clock's
+  budget; a move time is used as long as the game clock allows it (never past the clock's
+  optimum).
+- always: never below `min_ms`, but first of all never past the referee's deadline minus the
+  overhead.
+
+Stages of a move share its time from the start: the belief update may use the first
+`belief_share` of the optimum, the subgame's root sampling up to `belief_share +
+construct_share` of it, and the search the rest (`MovePlan.stage`). The overhead is learned
+from what each move measures: how far past its soft instant the answer came out (thread
+joins, read-out, a loaded machine's stalls), as a decaying maximum (ZS21 learned this first;
+every engine now does).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from enum import Enum
+from typing import Any
+
+from caligo.errors import CaligoError
+from caligo.limits import Deadline, Limits
+
+__all__ = [
+    "OBSCURO",
+    "STOCKFISH_PI",
+    "UNTIMED",
+    "WEB",
+    "ZS21",
+    "Clock",
+    "MovePlan",
+    "MoveTimer",
+    "TcKind",
+    "TimeControl",
+    "TimeControlError",
+    "TimingPolicy",
+    "TimingPolicyError",
+    "phase_factor",
+    "strength_clock",
+]
+
+MAX_MS = 10**9
+"""The largest time in a time control or a clock (11.6 days): larger values are refused."""
+MAX_ITERATIONS = 10**12
+"""The largest iteration budget accepted."""
+
+
+class TimeControlError(CaligoError, ValueError):
+    """A malformed time control text or clock; the message quotes it."""
+
+
+class TimingPolicyError(CaligoError, ValueError):
+    """A `TimingPolicy` field out of range; the message quotes it."""
+
+
+class TcKind(Enum):
+    """How a move's budget is given."""
+
+    NONE = "none"
+    """No budget from the referee (the engine's own options decide); only the move timeout."""
+    ITERATIONS = "iterations"
+    """A fixed search budget in iterations: results do not depend on the machine's speed."""
+    MOVETIME = "movetime"
+    """A fixed time per move."""
+    CLOCK = "clock"
+    """A game clock: initial time plus an increment added after every own move."""
+
+
+_CLOCK_RE = re.compile(r"^(\d+(?:\.\d+)?)(?:\+(\d+(?:\.\d+)?))?$")
+
+
+def _ms(seconds: str) -> int:
+    value = float(seconds)
+    if not math.isfinite(value) or value < 0 or value * 1000 > MAX_MS:
+        raise ValueError(seconds)
+    return round(value * 1000)
+
+
+def _seconds(ms: int) -> str:
+    text = f"{ms / 1000:.3f}".rstrip("0").rstrip(".")
+    return text or "0"
+
+
+def _count(value: Any, name: str, limit: int) -> int:
+    """An int field of a time control or clock: finite, >= 0, <= limit; TimeControlError."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TimeControlError(f"invalid {name}: {value!r}")
+    if isinstance(value, float) and (not math.isfinite(value) or value != int(value)):
+        raise TimeControlError(f"invalid {name}: {value!r}")
+    if not 0 <= value <= limit:
+        raise TimeControlError(f"{name} out of range [0, {limit}]: {value!r}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class TimeControl:
+    """One side's budget: `none`, `iters=N`, `mt=SECONDS` or `INITIAL+INCREMENT` (seconds).
+
+    Text forms (`TimeControl.parse`, `str`): ``none``; ``iters=4000``; ``mt=2.5`` (move time);
+    ``180+2`` or ``0.5+0.05`` or ``60`` (clock, seconds). Times are kept in milliseconds, at
+    most `MAX_MS`; non-finite numbers are refused.
+    """
+
+    kind: TcKind = TcKind.NONE
+    initial_ms: int = 0
+    increment_ms: int = 0
+    movetime_ms: int = 0
+    iterations: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, TcKind):
+            raise TimeControlError(f"invalid time control kind: {self.kind!r}")
+        for name in ("initial_ms", "increment_ms", "movetime_ms", "iterations"):
+            value = getattr(self, name)
+            limit = MAX_ITERATIONS if name == "iterations" else MAX_MS
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= limit:
+                raise TimeControlError(f"invalid time control {name}: {value!r}")
+        if self.kind is TcKind.CLOCK and self.initial_ms <= 0:
+            raise TimeControlError(f"a clock needs a positive initial time: {self!r}")
+        if self.kind is TcKind.MOVETIME and self.movetime_ms <= 0:
+            raise TimeControlError(f"a move time must be positive: {self!r}")
+        if self.kind is TcKind.ITERATIONS and self.iterations <= 0:
+            raise TimeControlError(f"an iteration budget must be positive: {self!r}")
+
+    @classmethod
+    def parse(cls, text: str) -> TimeControl:
+        """Parse a time control text (see the class docstring); raise TimeControlError."""
+        if not isinstance(text, str):
+            raise TimeControlError(f"invalid time control: {text!r}")
+        t = text.strip().lower()
+        try:
+            if t in ("none", "inf", "-"):
+                return cls()
+            for prefix in ("iters=", "iterations="):
+                if t.startswith(prefix):
+                    digits = t[len(prefix) :]
+                    if not digits.isdigit() or len(digits) > 13:
+                        raise ValueError(digits)
+                    return cls(TcKind.ITERATIONS, iterations=int(digits))
+            for prefix in ("mt=", "movetime="):
+                if t.startswith(prefix):
+                    return cls(TcKind.MOVETIME, movetime_ms=_ms(t[len(prefix) :]))
+            match = _CLOCK_RE.match(t)
+            if match and len(t) <= 32:
+                return cls(
+                    TcKind.CLOCK,
+                    initial_ms=_ms(match.group(1)),
+                    increment_ms=_ms(match.group(2) or "0"),
+                )
+        except (ValueError, OverflowError, TimeControlError):
+            pass
+        raise TimeControlError(
+            f"invalid time control: {text[:80]!r} (expected none, iters=N, mt=SECONDS or "
+            "INITIAL+INCREMENT in seconds, e.g. 180+2)"
+        )
+
+    def __str__(self) -> str:
+        if self.kind is TcKind.ITERATIONS:
+            return f"iters={self.iterations}"
+        if self.kind is TcKind.MOVETIME:
+            return f"mt={_seconds(self.movetime_ms)}"
+        if self.kind is TcKind.CLOCK:
+            return f"{_seconds(self.initial_ms)}+{_seconds(self.increment_ms)}"
+        return "none"
+
+    def pgn_tag(self) -> str:
+        """Return the PGN `TimeControl` value: "180+2", "1/2.5" (move time) or "-"."""
+        if self.kind is TcKind.CLOCK:
+            return str(self)
+        if self.kind is TcKind.MOVETIME:
+            return f"1/{_seconds(self.movetime_ms)}"
+        return "-"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form used by the protocol's `newgame` (only the fields that apply)."""
+        out: dict[str, Any] = {"kind": self.kind.value}
+        if self.kind is TcKind.CLOCK:
+            out["initial_ms"] = self.initial_ms
+            out["increment_ms"] = self.increment_ms
+        elif self.kind is TcKind.MOVETIME:
+            out["movetime_ms"] = self.movetime_ms
+        elif self.kind is TcKind.ITERATIONS:
+            out["iterations"] = self.iterations
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any) -> TimeControl:
+        """Parse `to_dict` output; raise TimeControlError quoting it."""
+        try:
+            kind = TcKind(data["kind"])
+            return cls(
+                kind,
+                initial_ms=_count(data.get("initial_ms", 0), "initial_ms", MAX_MS),
+                increment_ms=_count(data.get("increment_ms", 0), "increment_ms", MAX_MS),
+                movetime_ms=_count(data.get("movetime_ms", 0), "movetime_ms", MAX_MS),
+                iterations=_count(data.get("iterations", 0), "iterations", MAX_ITERATIONS),
+            )
+        except (TypeError, KeyError, ValueError, AttributeError):
+            raise TimeControlError(f"invalid time control: {str(data)[:200]}") from None
+
+
+UNTIMED = TimeControl()
+"""No budget from the referee."""
+
+
+@dataclass(frozen=True)
+class Clock:
+    """What a seat knows about its time when asked to move (the protocol's `go` clock).
+
+    `remaining_ms` is the own clock (CLOCK only), `opponent_ms` only when the referee shares it,
+    `deadline_ms` the longest answer the referee accepts (measured from the request) before it
+    declares the move lost on time.
+    """
+
+    kind: TcKind = TcKind.NONE
+    remaining_ms: int | None = None
+    increment_ms: int = 0
+    movetime_ms: int | None = None
+    iterations: int | None = None
+    opponent_ms: int | None = None
+    deadline_ms: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form (only the fields that apply)."""
+        out: dict[str, Any] = {"kind": self.kind.value}
+        if self.kind is TcKind.CLOCK:
+            out["own_ms"] = self.remaining_ms
+            out["increment_ms"] = self.increment_ms
+            if self.opponent_ms is not None:
+                out["opponent_ms"] = self.opponent_ms
+        elif self.kind is TcKind.MOVETIME:
+            out["movetime_ms"] = self.movetime_ms
+        elif self.kind is TcKind.ITERATIONS:
+            out["iterations"] = self.iterations
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any, deadline_ms: int | None = None) -> Clock:
+        """Parse `to_dict` output; raise TimeControlError quoting it (non-finite, negative or
+        huge numbers included)."""
+        try:
+            kind = TcKind(data["kind"])
+
+            def opt(key: str, limit: int = MAX_MS) -> int | None:
+                value = data.get(key)
+                return None if value is None else _count(value, key, limit)
+
+            return cls(
+                kind,
+                remaining_ms=opt("own_ms"),
+                increment_ms=_count(data.get("increment_ms", 0), "increment_ms", MAX_MS),
+                movetime_ms=opt("movetime_ms"),
+                iterations=opt("iterations", MAX_ITERATIONS),
+                opponent_ms=opt("opponent_ms"),
+                deadline_ms=None if deadline_ms is None else _count(deadline_ms, "deadline_ms",
+                                                                     MAX_MS),
+            )
+        except (TypeError, KeyError, ValueError, AttributeError):
+            raise TimeControlError(f"invalid clock: {str(data)[:200]}") from None
+
+    def aged(self, elapsed_ms: float) -> Clock:
+        """This clock `elapsed_ms` later (a request that waited before it reached the engine):
+        the own time and the deadline shrink, nothing else changes."""
+        ms = max(0, math.ceil(elapsed_ms))
+        rem = self.remaining_ms
+        return replace(
+            self,
+            remaining_ms=None if rem is None else max(0, rem - ms),
+            deadline_ms=None if self.deadline_ms is None else max(0, self.deadline_ms - ms),
+        )
+
+
+# --- the policy ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TimingPolicy:
+    """The knobs of the time rule (module docstring); times in ms, shares in (0, 1].
+
+    reserve_ms: clock never planned. game_moves / min_moves_left: the own moves a clock is
+    spread over (FoW games last about 58 moves a side: Obscuro, appendix D). inc_share: the
+    share of the increment a move may plan. max_share: the largest share of the usable clock
+    one move may take. hard_factor: the maximum as a multiple of the optimum. phase: more
+    time in the middle game (`phase_factor`). overhead_ms: time outside the engine's view
+    (pipes, the referee, process start of the answer), always kept; overhead_decay: how fast
+    the learned tail forgets a slow move. safety_share: the part of a fixed move time kept as
+    slack. min_ms: the shortest planned move. forced_ms: the plan for a forced move (one legal
+    move). belief_share / construct_share: the stages' shares of the optimum (module
+    docstring). untimed_ms: the move time without any budget.
+    """
+
+    reserve_ms: float = 300.0
+    game_moves: int = 60
+    min_moves_left: int = 15
+    inc_share: float = 0.75
+    max_share: float = 0.2
+    hard_factor: float = 3.0
+    phase: bool = True
+    overhead_ms: float = 20.0
+    overhead_decay: float = 0.9
+    safety_share: float = 0.08
+    min_ms: float = 5.0
+    forced_ms: float = 20.0
+    belief_share: float = 0.4
+    construct_share: float = 0.25
+    untimed_ms: float = 1000.0
+
+    def __post_init__(self) -> None:
+        for name in ("game_moves", "min_moves_left"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise TimingPolicyError(f"TimingPolicy.{name} must be an int >= 1: {v!r}")
+        for name in ("inc_share", "max_share", "overhead_decay", "belief_share",
+                     "construct_share"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0.0 < v <= 1.0:
+                raise TimingPolicyError(f"TimingPolicy.{name} must be in (0, 1]: {v!r}")
+        if not 0.0 <= self.safety_share < 0.5:
+            raise TimingPolicyError(f"TimingPolicy.safety_share must be in [0, 0.5): "
+                                    f"{self.safety_share!r}")
+        if self.belief_share + self.construct_share >= 1.0:
+            raise TimingPolicyError("TimingPolicy: belief_share + construct_share must leave "
+                                    f"the search a share: {self!r}")
+        for name in ("reserve_ms", "overhead_ms", "min_ms", "forced_ms", "untimed_ms",
+                     "hard_factor"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not (
+                math.isfinite(v) and v >= 0
+            ):
+                raise TimingPolicyError(f"TimingPolicy.{name} must be a finite number >= 0: "
+                                        f"{v!r}")
+        if self.hard_factor < 1.0 or self.untimed_ms <= 0:
+            raise TimingPolicyError(f"TimingPolicy: hard_factor must be >= 1 and untimed_ms > "
+                                    f"0: {self!r}")
+        if not isinstance(self.phase, bool):
+            raise TimingPolicyError(f"TimingPolicy.phase must be a bool: {self.phase!r}")
+
+    def clock_optimum(self, remaining_ms: float, increment_ms: float, own_moves: int) -> float:
+        """A clock's optimum before the overhead (ms): the module docstring's rule."""
+        usable = max(0.0, remaining_ms - self.reserve_ms)
+        moves_left = max(self.min_moves_left, self.game_moves - own_moves)
+        inc = self.inc_share * increment_ms
+        base = usable / moves_left + inc
+        if self.phase:
+            base *= phase_factor(own_moves)
+        return min(base, self.max_share * usable + inc)
+
+    def clock_maximum(self, remaining_ms: float, increment_ms: float, optimum: float) -> float:
+        """A clock's maximum before the overhead (ms)."""
+        usable = max(0.0, remaining_ms - self.reserve_ms)
+        return max(optimum, min(self.hard_factor * optimum,
+                                self.max_share * usable + increment_ms,
+                                usable / 2 + increment_ms))
+
+
+def phase_factor(own_moves: int) -> float:
+    """The optimum's multiplier by game phase: 0.6 over the first 4 own moves (the position is
+    still nearly known, P small), rising to 1.3 at move 12, 1.3 through move 35 (the middle
+    game, where FoW is decided), back to 1.0 by move 50."""
+    m = own_moves
+    if m <= 4:
+        return 0.6
+    if m <= 12:
+        return 0.6 + 0.7 * (m - 4) / 8
+    if m <= 35:
+        return 1.3
+    if m <= 50:
+        return 1.3 - 0.3 * (m - 35) / 15
+    return 1.0
+
+
+OBSCURO = TimingPolicy()
+"""The Obscuro engine's rule."""
+ZS21 = TimingPolicy(game_moves=30, min_moves_left=30, phase=False, reserve_ms=0.0,
+                    max_share=0.2, hard_factor=2.0, safety_share=0.1, overhead_ms=30.0)
+"""ZS21's rule (R / 30 + 0.75 I, at most 0.2 R, no phase), with a larger overhead: its final LP
+solve cannot stop at once."""
+STOCKFISH_PI = TimingPolicy(belief_share=0.5, construct_share=0.1)
+"""StockfishPI: the belief update and one Stockfish search (no subgame to build)."""
+WEB = TimingPolicy(game_moves=30, min_moves_left=30, phase=False, reserve_ms=0.0,
+                   inc_share=0.8, max_share=0.25, min_ms=50.0)
+"""The web app's strength setting inside a game clock (`strength_clock`): 1/30 of the clock
+plus 80% of the increment, at least 50 ms."""
+
+
+def strength_clock(strength: TimeControl, clock: Clock, policy: TimingPolicy = WEB) -> Clock:
+    """The `Clock` an engine of a given strength is asked with inside the game's `clock` (the
+    web app): an iteration strength as it is; a move-time strength capped at the clock's
+    optimum (so the engine never flags at any strength); the referee's deadline kept."""
+    if strength.kind is TcKind.ITERATIONS:
+        return Clock(TcKind.ITERATIONS, iterations=strength.iterations,
+                     deadline_ms=clock.deadline_ms)
+    movetime = float(strength.movetime_ms if strength.kind is TcKind.MOVETIME
+                     else policy.untimed_ms)
+    if clock.kind is TcKind.CLOCK and clock.remaining_ms is not None:
+        cap = policy.clock_optimum(clock.remaining_ms, clock.increment_ms, 0)
+        movetime = max(policy.min_ms, min(movetime, cap))
+    return Clock(TcKind.MOVETIME, movetime_ms=max(1, int(movetime)),
+                 deadline_ms=clock.deadline_ms)
+
+
+# --- one move's plan, and the timer ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MovePlan:
+    """One move's limits (`MoveTimer.plan`).
+
+    start: the move's start on the timer's clock. iterations: a work count (None: timed).
+    optimum_ms / maximum_ms: the planned and the longest time of the whole move from `start`
+    (0 for a count without a deadline). overhead_ms: kept off both (latency plus the learned
+    tail). deadline: soft = start + optimum - overhead, hard = start + maximum - overhead
+    (None for a count without a referee deadline). forced: one legal move. kind: what the
+    budget came from (`TcKind`).
+    """
+
+    start: float
+    iterations: int | None
+    optimum_ms: float
+    maximum_ms: float
+    overhead_ms: float
+    deadline: Deadline | None
+    forced: bool
+    kind: TcKind
+    belief_share: float
+    construct_share: float
+
+    @property
+    def limits(self) -> Limits:
+        """The search's limits: the count (with the deadline as a guard) or the deadline."""
+        return Limits(self.iterations, self.deadline)
+
+    def stage(self, share: float) -> Deadline | None:
+        """The deadline of the first `share` of the move (from its start); None without one.
+        Under an iteration count only the referee's guard applies (the stage is not cut)."""
+        d = self.deadline
+        if d is None:
+            return None
+        if self.iterations is not None:
+            return d
+        return d.stage(self.start, share)
+
+    @property
+    def belief_deadline(self) -> Deadline | None:
+        """Where the belief update of the opponent's ply must end."""
+        return self.stage(self.belief_share)
+
+    @property
+    def construct_deadline(self) -> Deadline | None:
+        """Where the subgame's root sampling must end."""
+        return self.stage(self.belief_share + self.construct_share)
+
+    def to_info(self) -> dict[str, Any]:
+        """The plan for a move's analysis (ms from the start)."""
+        out: dict[str, Any] = {"budget": self.kind.value}
+        if self.iterations is not None:
+            out["iterations"] = self.iterations
+        if self.deadline is not None:
+            out["optimum"] = round(self.optimum_ms, 1)
+            out["maximum"] = round(self.maximum_ms, 1)
+            out["overhead"] = round(self.overhead_ms, 1)
+        if self.forced:
+            out["forced"] = True
+        return out
+
+
+class MoveTimer:
+    """One agent's time keeper for a game (module docstring).
+
+    `start()` when the opponent's move arrives (or at `plan` if nothing started the move),
+    `plan(clock, ...)` at `act`, `finish(plan)` when the answer is ready. `now` is the clock
+    (injectable: tests use a fake one).
+    """
+
+    def __init__(self, policy: TimingPolicy = OBSCURO, own: TimeControl = UNTIMED,
+                 now: Callable[[], float] = time.perf_counter) -> None:
+        if not isinstance(policy, TimingPolicy):
+            raise TimingPolicyError(f"policy must be a TimingPolicy: {policy!r}")
+        if not isinstance(own, TimeControl) or own.kind is TcKind.CLOCK:
+            raise TimingPolicyError(f"an agent's own budget is none, iters=N or mt=SECONDS: "
+                                    f"{own!r}")
+        self.policy = policy
+        self.own = own
+        self.now = now
+        self.time_control = UNTIMED
+        self.own_moves = 0
+        self.tail_ms = 0.0  # learned: how far past the soft instant answers came out
+        self._start: float | None = None
+        self.last: MovePlan | None = None
+
+    def new_game(self, time_control: TimeControl) -> None:
+        """A new game under `time_control` (the learned tail is kept: it is the machine's)."""
+        self.time_control = time_control
+        self.own_moves = 0
+        self._start = None
+        self.last = None
+
+    def start(self) -> None:
+        """The move starts now (the opponent's move has just been received)."""
+        self._start = self.now()
+
+    @property
+    def started(self) -> float | None:
+        """The start of the current move, None before `start`."""
+        return self._start
+
+    def plan(self, clock: Clock, legal_moves: int = 2, belief_size: int | None = None
+             ) -> MovePlan:
+        """This move's limits under `clock` (module docstring)."""
+        p = self.policy
+        start = self._start if self._start is not None else self.now()
+        self._start = start
+        overhead = p.overhead_ms + self.tail_ms
+        forced = legal_moves <= 1
+        own = self.own
+        iterations: int | None = None
+        if own.kind is TcKind.ITERATIONS:
+            iterations = own.iterations
+        elif own.kind is TcKind.NONE and clock.kind is TcKind.ITERATIONS and clock.iterations:
+            iterations = int(clock.iterations)
+        if iterations is not None:
+            deadline = None
+            maximum = 0.0
+            if clock.deadline_ms is not None:
+                maximum = float(clock.deadline_ms)
+                hard = start + max(0.0, maximum - overhead) / 1000.0
+                deadline = Deadline(hard, hard, self.now)
+            plan = MovePlan(start, iterations, 0.0, maximum, overhead, deadline, forced,
+                            TcKind.ITERATIONS, p.belief_share, p.construct_share)
+            self.last = plan
+            return plan
+        kind = clock.kind
+        if clock.kind is TcKind.CLOCK and clock.remaining_ms is not None:
+            optimum = p.clock_optimum(clock.remaining_ms, clock.increment_ms, self.own_moves)
+            if own.kind is TcKind.MOVETIME:  # the own move time, as long as the clock allows
+                optimum = min(optimum, float(own.movetime_ms))
+                kind = TcKind.MOVETIME
+            if belief_size is not None and belief_size <= 1:
+                optimum *= 0.5  # the position is known
+            if forced:
+                optimum = min(optimum, p.forced_ms)
+            maximum = p.clock_maximum(clock.remaining_ms, clock.increment_ms, optimum)
+            soft_ms = optimum - overhead
+            hard_ms = maximum - overhead
+        else:
+            if own.kind is TcKind.MOVETIME:
+                total = float(own.movetime_ms)
+                kind = TcKind.MOVETIME
+            elif clock.kind is TcKind.MOVETIME and clock.movetime_ms:
+                total = float(clock.movetime_ms)
+            else:
+                total = p.untimed_ms
+                kind = TcKind.NONE if clock.kind is TcKind.NONE else clock.kind
+            optimum = total
+            maximum = total
+            soft_ms = total * (1.0 - p.safety_share) - overhead
+            hard_ms = total - overhead
+            if forced:
+                soft_ms = min(soft_ms, p.forced_ms)
+        soft_ms = max(soft_ms, p.min_ms)
+        hard_ms = max(hard_ms, soft_ms)
+        if clock.deadline_ms is not None:  # the referee's limit, whatever the budget (last:
+            # no floor may push a move past it)
+            hard_ms = max(0.0, min(hard_ms, float(clock.deadline_ms) - overhead))
+            soft_ms = min(soft_ms, hard_ms)
+        deadline = Deadline(start + soft_ms / 1000.0, start + hard_ms / 1000.0, self.now)
+        plan = MovePlan(start, None, optimum, maximum, overhead, deadline, forced, kind,
+                        p.belief_share, p.construct_share)
+        self.last = plan
+        return plan
+
+    def finish(self, plan: MovePlan) -> float:
+        """The answer is ready: count the move, learn the tail, end the move; return the
+        move's time in ms (from its start)."""
+        end = self.now()
+        self.own_moves += 1
+        self._start = None
+        if plan.deadline is not None and plan.iterations is None:
+            late_ms = 1000.0 * (end - plan.deadline.soft)
+            decayed = self.policy.overhead_decay * self.tail_ms
+            self.tail_ms = max(decayed, min(late_ms, 1000.0), 0.0)
+        return 1000.0 * (end - plan.start)
+
+    def expected_ms(self, time_control: TimeControl) -> float:
+        """The longest a move is expected to take under `time_control` and the own budget
+        (for sizing a search's memory); 0 for an iteration count."""
+        p = self.policy
+        if self.own.kind is TcKind.ITERATIONS or (
+            self.own.kind is TcKind.NONE and time_control.kind is TcKind.ITERATIONS
+        ):
+            return 0.0
+        if time_control.kind is TcKind.CLOCK:
+            usable = max(0.0, time_control.initial_ms - p.reserve_ms)
+            ms = p.max_share * usable + time_control.increment_ms
+            if self.own.kind is TcKind.MOVETIME:
+                ms = min(ms, float(self.own.movetime_ms))
+            return ms
+        if self.own.kind is TcKind.MOVETIME:
+            return float(self.own.movetime_ms)
+        if time_control.kind is TcKind.MOVETIME:
+            return float(time_control.movetime_ms)
+        return p.untimed_ms
+
+    def iterations(self, time_control: TimeControl) -> int | None:
+        """The iteration count of every move under `time_control` (None: timed)."""
+        if self.own.kind is TcKind.ITERATIONS:
+            return self.own.iterations
+        if self.own.kind is TcKind.NONE and time_control.kind is TcKind.ITERATIONS:
+            return time_control.iterations
+        return None
+
