@@ -6,7 +6,7 @@ its end: it measures each answer from the request to the reply with a monotonic 
 every failure into a logged, forfeited game, never an exception that stops a match:
 
 - an answer outside the legal moves: `illegal move`;
-- an answer later than the deadline: `time forfeit`;
+- an answer later than the deadline: `time forfeit` (see `play_game` for what is timed);
 - an agent that raises, an engine that crashes, hangs past its read deadline or reports an
   error: `engine crash` (or `time forfeit` for a missed deadline);
 - `Decision.resign`: `resignation`.
@@ -87,25 +87,42 @@ class AgentSeat:
         return self.agent.act(moves, go.clock)
 
 
+STARTUP_LIMIT_S = 120.0
+"""The longest a seat's per-game start-up (`new_game`: processes, memory, compiled kernels)
+may take before the game is lost as a crash; it is timed apart from the move times."""
+
+
 def play_game(
     session: GameSession,
     agents: tuple[Agent, Agent],
     on_ply: Callable[[GameSession], None] | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    startup_limit_s: float = STARTUP_LIMIT_S,
 ) -> GameEnd:
     """Play `session` to its end between `agents` (indexed by colour); return the ending.
 
     `on_ply(session)` runs after every ply (storage writes, live views). `clock` measures the
     think time (seconds, monotonic).
+
+    Time is charged so that every agent pays only for its own work, in process and behind a
+    pipe alike:
+
+    - start-up: both seats get `newgame` before any clock runs (an `ExternalAgent` waits for
+      `readyok` after it); each seat's start-up is timed apart (`GameSession.startup_ms`)
+      and may take `startup_limit_s`;
+    - before the mover is asked, the other seat takes in the last ply (its own move's
+      observation: an in-process agent's belief update runs here, on nobody's clock, as an
+      engine process would run it while the opponent thinks);
+    - then the mover's clock starts (`GameSession.begin_turn`) and its move is timed from
+      the delivery of its observations (the opponent's move: its belief update is part of its
+      move) to its answer.
     """
     seats = (AgentSeat(agents[0]), AgentSeat(agents[1]))
     sent = [-1, -1]
+    for color in (0, 1):
+        if not session.is_over():
+            _start_up(session, seats[color], sent, color, clock, startup_limit_s)
     while True:
-        requests: list[RefereeMessage | None] = [None, None]
-        for color in (0, 1):
-            if session.is_over():
-                break
-            requests[color] = _deliver(session, seats[color], sent, color)
         end = session.end
         if end is not None:
             for color in (0, 1):
@@ -113,31 +130,60 @@ def play_game(
             return end
         mover = session.to_move
         assert mover is not None
-        request = requests[mover]
-        if isinstance(request, Force):
-            try:
-                seats[mover].deliver(request)
-            except Exception as exc:  # an agent failing on force loses like any crash
-                _crash(session, mover, exc)
-                continue
-            session.play_forced()
-        elif isinstance(request, Go):
-            _ask(session, seats[mover], mover, request, clock)
-        else:  # pragma: no cover - project ends with go or force for the mover
-            raise AssertionError(f"no request for the mover: {request!r}")
+        other = 1 - mover
+        _catch_up(session, seats[other], sent, other)
+        if session.is_over():
+            continue
+        session.begin_turn()
+        _turn(session, seats[mover], sent, mover, clock)
         if on_ply is not None:
             on_ply(session)
 
 
-def _deliver(
-    session: GameSession, seat: AgentSeat, sent: list[int], color: int
-) -> RefereeMessage | None:
-    """Send `color` its pending messages up to the request; return the request (go/force).
+def _start_up(session: GameSession, seat: AgentSeat, sent: list[int], color: int,
+              clock: Callable[[], float], limit_s: float) -> None:
+    """Deliver `newgame` to `color` (off the clock), timed; a failure or an overlong start-up
+    loses the game as a crash."""
+    message = session.project(color, -1)[0]
+    assert isinstance(message, NewGame)
+    start = clock()
+    try:
+        seat.deliver(message)
+    except Exception as exc:  # a start-up that fails or never ends is a crash, not a flag
+        detail = f"{COLOR_NAMES[color]} (start-up): {type(exc).__name__}: {exc}"
+        log.warning("game %s: %s loses: %s", session.game_id, COLOR_NAMES[color], detail)
+        session.forfeit(color, EndReason.CRASH, detail)
+        return
+    ms = (clock() - start) * 1000.0
+    session.note_startup(color, ms)
+    sent[color] = 0
+    if ms > limit_s * 1000.0:
+        detail = (f"{COLOR_NAMES[color]}: start-up took {ms:.0f} ms (limit "
+                  f"{limit_s * 1000:.0f} ms)")
+        log.warning("game %s: %s loses: %s", session.game_id, COLOR_NAMES[color], detail)
+        session.forfeit(color, EndReason.CRASH, detail)
 
-    An agent that fails while observing loses the game (returns None).
-    """
+
+def _catch_up(session: GameSession, seat: AgentSeat, sent: list[int], color: int) -> None:
+    """Deliver the observations `color` has not seen (not to move: off every clock)."""
     messages = session.project(color, sent[color])
-    request = None
+    try:
+        for message in messages:
+            if isinstance(message, Go | Force | GameOver):
+                break
+            seat.deliver(message)
+    except Exception as exc:
+        _crash(session, color, exc)
+        return
+    sent[color] = session.ply
+
+
+def _turn(session: GameSession, seat: AgentSeat, sent: list[int], mover: int,
+          clock: Callable[[], float]) -> None:
+    """The mover's turn, timed from its first pending message to its answer."""
+    start = clock()
+    messages = session.project(mover, sent[mover])
+    request: RefereeMessage | None = None
     try:
         for message in messages:
             if isinstance(message, Go | Force | GameOver):
@@ -145,10 +191,20 @@ def _deliver(
                 break
             seat.deliver(message)
     except Exception as exc:
-        _crash(session, color, exc)
-        return None
-    sent[color] = session.ply
-    return request
+        _crash(session, mover, exc)
+        return
+    sent[mover] = session.ply
+    if isinstance(request, Force):
+        try:
+            seat.deliver(request)
+        except Exception as exc:  # an agent failing on force loses like any crash
+            _crash(session, mover, exc)
+            return
+        session.play_forced()
+    elif isinstance(request, Go):
+        _ask(session, seat, mover, request, clock, start)
+    else:  # pragma: no cover - project ends with go or force for the mover
+        raise AssertionError(f"no request for the mover: {request!r}")
 
 
 def _send_gameover(seat: AgentSeat, session: GameSession, color: int) -> None:
@@ -169,9 +225,13 @@ def _crash(session: GameSession, color: int, exc: BaseException) -> None:
 
 
 def _ask(
-    session: GameSession, seat: AgentSeat, mover: int, go: Go, clock: Callable[[], float]
+    session: GameSession,
+    seat: AgentSeat,
+    mover: int,
+    go: Go,
+    clock: Callable[[], float],
+    start: float,
 ) -> None:
-    start = clock()
     try:
         decision = seat.ask(go)
     except EngineIllegalMove as exc:

@@ -248,6 +248,7 @@ class GameSession:
         self._fens: tuple[list[str], list[str]] = ([], [])
         self._end: GameEnd | None = None
         self._turn_started = now()
+        self._startup_ms: list[float | None] = [None, None]
 
     # --- state -------------------------------------------------------------------------------
 
@@ -334,6 +335,27 @@ class GameSession:
     def turn_elapsed_ms(self) -> float:
         """Milliseconds since the side to move was asked (its turn started)."""
         return (self._now() - self._turn_started) * 1000.0
+
+    @property
+    def startup_ms(self) -> tuple[float | None, float | None]:
+        """Each seat's per-game start-up time (ms; None until the driver noted it): timed
+        apart from the moves, never on a clock."""
+        return (self._startup_ms[0], self._startup_ms[1])
+
+    def note_startup(self, color: int, ms: float) -> None:
+        """Record `color`'s start-up time (the driver times `new_game`)."""
+        self._startup_ms[color] = float(ms)
+
+    def begin_turn(self) -> None:
+        """Start the side to move's clock now.
+
+        A turn starts when the previous ply is played; a driver that first lets the other seat
+        take in that ply (an in-process agent's own-move observation, the engine's work after
+        its move in the web app) calls this when it asks the mover, so that work is not charged
+        to the mover. Any time already past is forgotten: call it before the mover is told
+        anything.
+        """
+        self._turn_started = self._now()
 
     def clock_ms(self, color: int) -> int | None:
         """`color`'s remaining clock now (the mover's is running), None without a clock."""

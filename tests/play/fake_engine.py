@@ -15,6 +15,8 @@ resign      resigns at its N-th go (default 1)
 badversion  says hello with protocol version 2
 silent      never says hello
 slow        sleeps N milliseconds before each move
+slowstart   sleeps N milliseconds after each newgame (its per-game start-up), before it reads
+            on (so the referee's isready is answered only then)
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ def main() -> int:
             send({"type": "readyok", "id": msg.get("id", 0)})
         elif kind == "newgame":
             rng = random.Random(msg["seed"])
+            if mode == "slowstart":
+                time.sleep(n / 1000.0)
         elif kind == "go":
             gos += 1
             game, ply, legal = msg["game"], msg["ply"], msg["legal"]
