@@ -9,7 +9,11 @@ A `LiveGame` drives the play layer's `GameSession` asynchronously (PLAY.md 4.2):
   `max_searches` searches run at once (1 on 2 cores) and the others queue, so the event loop
   never blocks on an engine;
 - the engine's budget is the game's "strength": a move time (capped by its own clock in a timed
-  game, so it never flags) or an iteration budget; its clock runs like the human's;
+  game, so it never flags: `caligo.agents.timing.strength_clock`) or an iteration budget; its
+  clock runs like the human's, and a request that waited for a free search slot reaches the
+  engine with that wait taken off its clock (`Clock.aged`);
+- after its move the engine takes in its own move's observation in the background, on the
+  human's time (as an engine process ponders), never on its next move's clock;
 - every ply goes to the play layer's SQLite `GameStore` (the event log), so a game in progress
   survives a restart: `GameHub.get` rebuilds it by replaying its plies when a seat reconnects;
 - a flag timer ends a timed game when the side to move runs out of time.
@@ -44,12 +48,12 @@ from caligo.agents.base import (
     COLOR_NAMES,
     UNTIMED,
     Agent,
-    Clock,
     Decision,
     TcKind,
     TimeControl,
 )
-from caligo.agents.protocol import Force, Go, RefereeMessage
+from caligo.agents.protocol import Force, GameOver, Go, RefereeMessage
+from caligo.agents.timing import strength_clock
 from caligo.fow.position import move_to_uci
 from caligo.play.errors import IllegalMoveError, SessionError
 from caligo.play.referee import AgentSeat
@@ -280,27 +284,6 @@ class WebStore:
         self.games.close()
 
 
-# --- the engine's budget ---------------------------------------------------------------------
-
-
-def engine_budget(strength: TimeControl, clock: Clock) -> Clock:
-    """The `Clock` the engine is asked with: its strength, kept inside its own game clock.
-
-    A move time is capped at 1/30 of the remaining clock plus 80% of the increment (at least
-    50 ms), so the engine cannot lose on time at any strength; the deadline stays the
-    referee's.
-    """
-    if strength.kind is TcKind.ITERATIONS:
-        return Clock(
-            TcKind.ITERATIONS, iterations=strength.iterations, deadline_ms=clock.deadline_ms
-        )
-    movetime = strength.movetime_ms
-    if clock.kind is TcKind.CLOCK and clock.remaining_ms is not None:
-        cap = clock.remaining_ms // 30 + clock.increment_ms * 4 // 5
-        movetime = max(50, min(movetime, cap))
-    return Clock(TcKind.MOVETIME, movetime_ms=movetime, deadline_ms=clock.deadline_ms)
-
-
 # --- one live game ---------------------------------------------------------------------------
 
 _OFF_BOARD = frozenset(
@@ -332,6 +315,7 @@ class LiveGame:
         self._seat = AgentSeat(agent) if agent is not None else None
         self._engine_sent = -1
         self._engine_task: asyncio.Task[None] | None = None
+        self._catch_up: asyncio.Task[None] | None = None
         self._flag: asyncio.TimerHandle | None = None
         self._stored_end = session.is_over()
         self._final_clocks: tuple[int | None, int | None] | None = None
@@ -519,6 +503,8 @@ class LiveGame:
     async def _engine_turn(self) -> None:
         session = self.session
         try:
+            if self._catch_up is not None:  # the engine still takes in its last move
+                await asyncio.wait([self._catch_up])
             async with self.lock:
                 if session.is_over() or session.to_move != self.engine or self._seat is None:
                     return
@@ -527,14 +513,14 @@ class LiveGame:
                 ply = session.ply
                 request = messages[-1]
                 if isinstance(request, Go):
-                    budget = engine_budget(self.meta.strength, request.clock)
+                    budget = strength_clock(self.meta.strength, request.clock)
                     messages[-1] = replace(request, clock=budget)
                 seat = self._seat
             error: BaseException | None = None
             decision: Decision | None = None
             try:
                 decision = await anyio.to_thread.run_sync(
-                    _think, seat, messages, limiter=self.hub.limiter
+                    _think, seat, messages, time.perf_counter(), limiter=self.hub.limiter
                 )
             except Exception as exc:  # any engine failure loses the game, the server goes on
                 error = exc
@@ -547,9 +533,31 @@ class LiveGame:
                 self._settle(before)
                 await self._record()
                 await self._after_change()
+                if not session.is_over() and self._seat is not None:
+                    self._catch_up = self._spawn(self._engine_catch_up())
         finally:
             if self._engine_task is asyncio.current_task():
                 self._engine_task = None
+
+    async def _engine_catch_up(self) -> None:
+        """Deliver the engine's own move's observation in a worker, on the human's time."""
+        try:
+            async with self.lock:
+                seat = self._seat
+                if seat is None or self.session.is_over():
+                    return
+                messages = [m for m in self.session.project(self.engine, self._engine_sent)
+                            if not isinstance(m, Go | Force | GameOver)]
+                if not messages:
+                    return
+                self._engine_sent = self.session.ply
+            await anyio.to_thread.run_sync(_deliver_all, seat, messages,
+                                           limiter=self.hub.limiter)
+        except Exception as exc:  # reported at the engine's next turn, if it matters
+            log.warning("game %s: engine failed to observe its move: %s", self.game_id, exc)
+        finally:
+            if self._catch_up is asyncio.current_task():
+                self._catch_up = None
 
     def _engine_result(self, decision: Decision | None, error: BaseException | None) -> None:
         session, color = self.session, self.engine
@@ -613,15 +621,24 @@ class LiveGame:
             raise BadRequestError(str(exc)) from None
 
 
-def _think(seat: AgentSeat, messages: Sequence[RefereeMessage]) -> Decision | None:
-    """Worker thread: deliver the engine's pending messages, then answer its request."""
+def _think(seat: AgentSeat, messages: Sequence[RefereeMessage],
+           projected: float) -> Decision | None:
+    """Worker thread: deliver the engine's pending messages, then answer its request; the
+    request's clock is aged by the time since it was `projected` (the wait for a slot)."""
     for message in messages:
         if isinstance(message, Go):
-            return seat.ask(message)
+            waited_ms = 1000.0 * (time.perf_counter() - projected)
+            return seat.ask(replace(message, clock=message.clock.aged(waited_ms)))
         seat.deliver(message)
         if isinstance(message, Force):
             return None
     raise WebError(f"no request for the engine in {messages!r}")
+
+
+def _deliver_all(seat: AgentSeat, messages: Sequence[RefereeMessage]) -> None:
+    """Worker thread: deliver observations to the engine seat."""
+    for message in messages:
+        seat.deliver(message)
 
 
 def _goodbye(seat: AgentSeat, messages: Sequence[RefereeMessage], game_id: str) -> None:
@@ -765,7 +782,6 @@ __all__ = [
     "WebGameMeta",
     "WebStore",
     "encode",
-    "engine_budget",
     "error_frame",
     "parse_client_message",
 ]
