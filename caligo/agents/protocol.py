@@ -343,7 +343,7 @@ def _load(line: str | bytes) -> tuple[dict[str, Any], str]:
             raise ProtocolError(f"line is not UTF-8: {shorten(line)}") from None
     else:
         text = line
-        if len(text.rstrip("\r\n").encode("utf-8")) > MAX_LINE_BYTES:
+        if len(text.rstrip("\r\n").encode("utf-8", "surrogatepass")) > MAX_LINE_BYTES:
             raise ProtocolError(f"line longer than {MAX_LINE_BYTES} bytes: {shorten(text)}")
     text = text.rstrip("\r\n")
     try:
