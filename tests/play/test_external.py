@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from caligo.agents import external
 from caligo.agents.base import TimeControl
 from caligo.agents.external import (
     STDERR_LINE_CHARS,
@@ -250,13 +251,22 @@ def _cleanup(pid: int) -> None:
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
+@pytest.mark.parametrize("watch", ["pidfd", "polling"])
 def test_dead_engine_with_a_child_holding_stdout_is_a_crash_not_a_time_forfeit(
-    tmp_path: Path,
+    tmp_path: Path, watch: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The engine exits at its first go, but a child it started keeps its stdout open, so no
     EOF ever comes. The referee watches the process itself: the game is lost as a crash with
     the exit code, not as a time forfeit after the move timeout (30 s here; had the referee
-    waited for it, the outcome would be TIME_FORFEIT), and the child is killed with it."""
+    waited for it, the outcome would be TIME_FORFEIT), and the child is killed with it. Both
+    ways of watching: a pidfd, and polling where the OS has none."""
+    if watch == "polling":
+        monkeypatch.setattr(external, "_pidfd_open", lambda pid: None)
+    else:
+        fd = external._pidfd_open(os.getpid())
+        if fd is None:
+            pytest.skip("no os.pidfd_open on this system (Linux 5.3+); the polling case runs")
+        os.close(fd)
     pidfile = tmp_path / "child.pid"
     agent = ExternalAgent(
         [sys.executable, FAKE, "orphan", "1", str(pidfile)],
