@@ -2,7 +2,9 @@
 
 `caligo.agents.base` defines the interface (`Agent`, `Decision`, `Clock`, `TimeControl`);
 `caligo.agents.registry` maps names such as ``random:seed=3`` or ``cmd:./engine`` to agents;
-`caligo.agents.protocol` is the `caligo-fow` wire format that `ExternalAgent` speaks.
+`caligo.agents.protocol` is the `caligo-fow` wire format that `ExternalAgent` speaks;
+`caligo.agents.untrusted_json.loads_untrusted` parses JSON from pipes, sockets and request bodies
+within limits (depth, integer length, finite numbers, size).
 """
 
 from caligo.agents.base import (

@@ -7,10 +7,12 @@ process is checked with `isready` before every game and restarted if it crashed 
 answering (fastchess's `-recover`).
 
 What the engine sends is judged, never trusted: a malformed, oversized or unknown line, a stale
-or out-of-order answer is logged with the reason and skipped; an `error` answer to `go`, a
-crash or a missed deadline raises an `EngineError` subclass, which the referee turns into a lost
-game with that reason (`caligo.play.referee`); an answer outside the legal moves raises
-`EngineIllegalMove`.
+or out-of-order answer is skipped and counted (`SkipLog`: the first few are logged with their
+reason, then a counted summary); an `error` answer to `go`, a crash (the process exited, even
+while a child of it holds its output open, or it closed its output) or a missed deadline raises
+an `EngineError` subclass, which the referee turns into a lost game with that reason
+(`caligo.play.referee`); an answer outside the legal moves raises `EngineIllegalMove`. The
+engine runs in a process group of its own, killed as a whole when it stops.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import IO, Any
 
 from caligo.agents.base import Clock, Decision, TimeControl
@@ -86,18 +89,121 @@ class EngineIllegalMove(EngineError):
         self.uci = uci
 
 
-class _Reader:
-    """Line framing on a pipe with deadlines and a size limit (no thread, `select` + `read`)."""
+POLL_S = 0.05
+"""How often a read checks the process where `os.pidfd_open` is unavailable (seconds)."""
+STDERR_TAIL_LINES = 20
+"""Lines of an engine's stderr kept for crash reports."""
+STDERR_LINE_CHARS = 400
+"""Longest stderr line kept (longer ones are cut)."""
 
-    def __init__(self, stream: IO[bytes], limit: int) -> None:
+
+class SkipKind(Enum):
+    """Why a line from an engine was skipped."""
+
+    OVERSIZED = "oversized"
+    MALFORMED = "malformed"
+    UNKNOWN_TYPE = "unknown type"
+    UNEXPECTED = "unexpected"
+    """Well-formed, but not what the referee waits for (another game or ply, an old id)."""
+
+
+class SkipLog:
+    """Counts the lines skipped from one engine and logs them without flooding the log.
+
+    The first `first` skipped lines are logged one by one with their reason; after that they
+    are only counted, and a summary (how many of each kind) is logged at most every
+    `interval_s` seconds and when the engine stops (`flush`). A chatty engine writing a bad line
+    per millisecond costs a few log lines a minute, not one warning per line.
+    """
+
+    def __init__(
+        self,
+        name: Callable[[], str],
+        first: int = 10,
+        interval_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._name = name
+        self.first = first
+        self.interval_s = interval_s
+        self._clock = clock
+        self.total = 0
+        self.by_kind: collections.Counter[SkipKind] = collections.Counter()
+        self._pending: collections.Counter[SkipKind] = collections.Counter()
+        self._since = clock()
+
+    def skip(self, kind: SkipKind, detail: str) -> None:
+        """Count one skipped line; log it while fewer than `first` were logged."""
+        self.total += 1
+        self.by_kind[kind] += 1
+        if self.total <= self.first:
+            more = (
+                f" (further skipped lines are counted and summarised every "
+                f"{self.interval_s:.0f} s)"
+                if self.total == self.first
+                else ""
+            )
+            log.warning("engine %s: skipped %s%s", self._name(), detail, more)
+            self._since = self._clock()
+            return
+        self._pending[kind] += 1
+        if self._clock() - self._since >= self.interval_s:
+            self.flush()
+
+    def flush(self) -> None:
+        """Log the summary of the lines counted since the last one (nothing if none)."""
+        now = self._clock()
+        if self._pending:
+            count = sum(self._pending.values())
+            kinds = ", ".join(f"{n} {k.value}" for k, n in self._pending.most_common())
+            log.warning(
+                "engine %s: skipped %d more lines in %.0f s (%s; %d in all)",
+                self._name(),
+                count,
+                now - self._since,
+                kinds,
+                self.total,
+            )
+            self._pending.clear()
+        self._since = now
+
+
+class _Reader:
+    """Line framing on a pipe with deadlines and a size limit (no thread, `select` + `read`).
+
+    With `proc`, a read also watches the process (through a pidfd where the OS has one, else by
+    polling every `POLL_S`): when it exits, what it left in the pipe is still returned, then
+    "exited" — even if a child of the engine keeps the pipe open, so EOF never comes.
+    """
+
+    def __init__(
+        self, stream: IO[bytes], limit: int, proc: subprocess.Popen[bytes] | None = None
+    ) -> None:
         self._fd = stream.fileno()
         self._buf = bytearray()
         self._limit = limit
         self._skipping = False
+        self._proc = proc
+        self._pidfd = _pidfd_open(proc.pid) if proc is not None else None
+        self._after_exit = 0
         self.eof = False
+        self.exited = False
+
+    def close(self) -> None:
+        """Release the pidfd."""
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+
+    def _gone(self, ready: list[int]) -> bool:
+        if self._proc is None:
+            return False
+        if self._pidfd is not None:
+            return self._pidfd in ready
+        return self._proc.poll() is not None
 
     def readline(self, deadline: float) -> tuple[str, bytes]:
-        """Return ("line", bytes) | ("oversized", prefix) | ("eof", b"") | ("timeout", b"")."""
+        """Return ("line", bytes) | ("oversized", prefix) | ("eof" | "exited" | "timeout", b"")."""
         while True:
             nl = self._buf.find(b"\n")
             if nl >= 0:
@@ -117,20 +223,105 @@ class _Reader:
                     return "oversized", prefix
             if self.eof:
                 return "eof", b""
-            wait = deadline - time.monotonic()
-            if wait <= 0:
-                return "timeout", b""
-            ready, _, _ = select.select([self._fd], [], [], wait)
-            if not ready:
-                return "timeout", b""
-            chunk = os.read(self._fd, 1 << 16)
-            if not chunk:
-                self.eof = True
-            self._buf.extend(chunk)
+            if self.exited:
+                # after the exit, only what is in the pipe now, and not forever: a child that
+                # keeps writing cannot hold the referee
+                if self._after_exit > 4 * self._limit:
+                    return "exited", b""
+                wait = 0.0
+            else:
+                wait = deadline - time.monotonic()
+                if wait <= 0:
+                    return "timeout", b""
+                if self._proc is not None and self._pidfd is None:
+                    wait = min(wait, POLL_S)
+            fds = [self._fd] if self._pidfd is None or self.exited else [self._fd, self._pidfd]
+            ready, _, _ = select.select(fds, [], [], wait)
+            if self._fd in ready:
+                chunk = os.read(self._fd, 1 << 16)
+                if not chunk:
+                    self.eof = True
+                elif self.exited:
+                    self._after_exit += len(chunk)
+                self._buf.extend(chunk)
+            elif self.exited:
+                return "exited", b""
+            elif self._gone(ready):
+                self.exited = True
+
+
+def _pidfd_open(pid: int) -> int | None:
+    """A descriptor that becomes readable when process `pid` exits (Linux 5.3+), else None."""
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        return int(opener(pid))
+    except OSError:
+        return None
+
+
+class _StderrTail:
+    """Drains an engine's stderr in 64 KiB reads and keeps its last lines for crash reports.
+
+    `bytes` and `reads` count what was drained (a chatty engine must not be slowed down by its
+    referee: one read per byte, as a raw `readline` does, drains under 1 MB/s). The tail is
+    bounded in lines and in characters per line, and so is an unfinished line.
+    """
+
+    def __init__(self, name: Callable[[], str]) -> None:
+        self._name = name
+        self.lines: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        self.bytes = 0
+        self.reads = 0
+        self._partial = b""
+        self._lock = threading.Lock()
+
+    def run(self, stream: IO[bytes]) -> None:
+        """Read `stream` to its end, then close it (the drain thread owns it)."""
+        fd = stream.fileno()
+        try:
+            while True:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    break
+                self.feed(chunk)
+        except OSError:  # the pipe went away under us: nothing more to read
+            pass
+        finally:
+            self.feed(b"\n" if self._partial else b"", count=False)
+            stream.close()
+
+    def feed(self, chunk: bytes, count: bool = True) -> None:
+        """Add one chunk of output: count it, keep its last complete lines."""
+        if count:
+            self.bytes += len(chunk)
+            self.reads += 1
+        parts = (self._partial + chunk).split(b"\n")
+        self._partial = parts.pop()[-4 * STDERR_LINE_CHARS :]
+        debug = log.isEnabledFor(logging.DEBUG)
+        keep = parts if debug else parts[-STDERR_TAIL_LINES:]
+        texts = [raw[: 4 * STDERR_LINE_CHARS].decode("utf-8", "replace").rstrip() for raw in keep]
+        with self._lock:
+            self.lines.extend(t[:STDERR_LINE_CHARS] for t in texts)
+        if debug:
+            for text in texts:
+                log.debug("engine %s stderr: %s", self._name(), text)
+
+    def tail(self, n: int) -> list[str]:
+        with self._lock:
+            return list(self.lines)[-n:]
 
 
 class EngineProcess:
-    """A `caligo-fow` engine subprocess: start, send, receive with a deadline, stop."""
+    """A `caligo-fow` engine subprocess: start, send, receive with a deadline, stop.
+
+    The engine runs in a session (and process group) of its own: `stop` kills the whole group,
+    so processes the engine started (a Stockfish, a shell pipeline) do not outlive it, and an
+    engine whose process exits is reported as crashed at once even while a child still holds
+    its output open. (A child that moves itself to another session escapes the group; nothing
+    short of a container stops that.)
+    """
 
     def __init__(
         self,
@@ -149,7 +340,8 @@ class EngineProcess:
         self._max_line = max_line
         self._proc: subprocess.Popen[bytes] | None = None
         self._reader: _Reader | None = None
-        self._stderr: collections.deque[str] = collections.deque(maxlen=20)
+        self.stderr = _StderrTail(lambda: self.name)
+        self.skips = SkipLog(lambda: self.name)
         self._drainer: threading.Thread | None = None
 
     def start(self) -> None:
@@ -170,21 +362,15 @@ class EngineProcess:
                 f"engine {self.name}: cannot start {self.command!r}: {exc}"
             ) from None
         assert self._proc.stdout is not None and self._proc.stderr is not None
-        self._reader = _Reader(self._proc.stdout, self._max_line)
-        self._stderr.clear()
+        self._reader = _Reader(self._proc.stdout, self._max_line, self._proc)
+        self.stderr = _StderrTail(lambda: self.name)
         self._drainer = threading.Thread(
-            target=self._drain, args=(self._proc.stderr,), daemon=True, name=f"{self.name}-stderr"
+            target=self.stderr.run,
+            args=(self._proc.stderr,),
+            daemon=True,
+            name=f"{self.name}-stderr",
         )
         self._drainer.start()
-
-    def _drain(self, stream: IO[bytes]) -> None:
-        try:
-            for raw in iter(stream.readline, b""):
-                text = raw.decode("utf-8", "replace").rstrip()
-                self._stderr.append(text)
-                log.debug("engine %s stderr: %s", self.name, text)
-        except (OSError, ValueError):  # `stop` closed the pipe under us: nothing more to read
-            pass
 
     @property
     def pid(self) -> int | None:
@@ -201,15 +387,20 @@ class EngineProcess:
             # the process is gone: let the drain thread read its last words (up to EOF) first,
             # or a loaded machine quotes an empty tail
             self._drainer.join(timeout=1.0)
-        tail = " | ".join(list(self._stderr)[-3:])
+        tail = " | ".join(self.stderr.tail(3))
         status = "still running" if code is None else f"exit code {code}"
         return f"{status}; stderr: {tail!r}" if tail else status
 
     def send(self, message: RefereeMessage) -> None:
         """Write one message line; raise EngineCrashed if the pipe is closed."""
+        self.send_line(encode(message))
+
+    def send_line(self, line: str) -> None:
+        """Write one raw protocol line (newline added if missing); raise EngineCrashed."""
         if self._proc is None or self._proc.stdin is None:
             raise EngineCrashed(f"engine {self.name} is not running")
-        line = encode(message)
+        if not line.endswith("\n"):
+            line += "\n"
         log.debug("-> %s: %s", self.name, line.rstrip())
         try:
             self._proc.stdin.write(line.encode("utf-8"))
@@ -219,37 +410,49 @@ class EngineProcess:
                 f"engine {self.name} closed its input ({self.crash_detail()})"
             ) from None
 
-    def receive(self, deadline: float) -> EngineMessage | UnknownMessage:
+    def skipped(self, kind: SkipKind, detail: str) -> None:
+        """Count one skipped line (logged as `SkipLog` allows)."""
+        self.skips.skip(kind, detail)
+
+    def receive(self, deadline: float) -> EngineMessage:
         """Return the next valid message before `deadline` (monotonic seconds).
 
-        Malformed and oversized lines are logged and skipped. Raise EngineTimeout at the
-        deadline and EngineCrashed at end of output.
+        Malformed, oversized and unknown lines are skipped and counted (`skips`). Raise
+        EngineTimeout at the deadline and EngineCrashed when the process exits or closes its
+        output.
         """
         assert self._reader is not None
         while True:
             kind, data = self._reader.readline(deadline)
             if kind == "timeout":
                 raise EngineTimeout(f"engine {self.name}: no answer before the deadline")
-            if kind == "eof":
-                if self._proc is not None:
+            if kind in ("eof", "exited"):
+                proc = self._proc
+                if proc is not None:
                     try:
-                        self._proc.wait(timeout=1.0)
+                        proc.wait(timeout=1.0)
                     except subprocess.TimeoutExpired:
                         pass
-                raise EngineCrashed(f"engine {self.name} stopped ({self.crash_detail()})")
+                    if kind == "exited":  # what it left running only holds the pipes open
+                        _kill_group(proc)
+                what = "exited" if kind == "exited" else "stopped"
+                raise EngineCrashed(f"engine {self.name} {what} ({self.crash_detail()})")
             if kind == "oversized":
-                log.warning(
-                    "engine %s: skipped a line longer than %d bytes: %s",
-                    self.name,
-                    self._max_line,
-                    shorten(data),
+                self.skipped(
+                    SkipKind.OVERSIZED,
+                    f"a line longer than {self._max_line} bytes: {shorten(data)}",
                 )
                 continue
             log.debug("<- %s: %s", self.name, data[:300])
             try:
-                return decode_engine_message(data)
+                msg = decode_engine_message(data)
             except ProtocolError as exc:
-                log.warning("engine %s: skipped a bad line: %s", self.name, exc)
+                self.skipped(SkipKind.MALFORMED, f"a bad line: {exc}")
+                continue
+            if isinstance(msg, UnknownMessage):
+                self.skipped(SkipKind.UNKNOWN_TYPE, f"unknown message type {msg.type!r}")
+                continue
+            return msg
 
     def stop(self, timeout: float = 1.0) -> None:
         """Send `quit`, wait up to `timeout` seconds, then kill the process group."""
@@ -262,19 +465,34 @@ class EngineProcess:
                 proc.wait(timeout=timeout)
             except (EngineError, subprocess.TimeoutExpired):
                 pass
+        _kill_group(proc)  # the engine's children too, whether or not it exited by itself
         if proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                proc.kill()
-            proc.wait()
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            proc.kill()
+        proc.wait()
+        for stream in (proc.stdin, proc.stdout):  # stderr belongs to the drain thread
             if stream is not None:
                 try:
                     stream.close()
                 except OSError:
                     pass
+        if self._reader is not None:
+            self._reader.close()
+        if self._drainer is not None:
+            self._drainer.join(timeout=timeout)
+        self.skips.flush()
         self._proc = None
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the process group `proc` leads (`start_new_session`): the engine and its children.
+
+    The group id is the leader's pid, which the kernel does not hand out again while any member
+    of the group lives; once the group is empty the call finds nothing.
+    """
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 @dataclass(frozen=True)
@@ -338,7 +556,7 @@ class ExternalAgent:
             msg = self.process.receive(deadline)
             if isinstance(msg, EngineHello):
                 break
-            log.warning("engine %s: ignored %s before hello", self.name, _describe(msg))
+            self.process.skipped(SkipKind.UNEXPECTED, f"{_describe(msg)} before hello")
         if msg.protocol != PROTOCOL or msg.version != VERSION:
             self.process.stop()
             raise EngineProtocolError(
@@ -366,8 +584,8 @@ class ExternalAgent:
                 msg = self.process.receive(deadline)
                 if isinstance(msg, ReadyOk) and msg.id == want:
                     return True
-                log.info(
-                    "engine %s: skipped %s while waiting for readyok", self.name, _describe(msg)
+                self.process.skipped(
+                    SkipKind.UNEXPECTED, f"{_describe(msg)} while waiting for readyok {want}"
                 )
         except EngineError as exc:
             log.warning("engine %s: not ready: %s", self.name, exc)
@@ -435,11 +653,8 @@ class ExternalAgent:
             if isinstance(msg, InfoReply):
                 log.debug("engine %s info: %s", self.name, dict(msg.info))
                 continue
-            log.warning(
-                "engine %s: skipped %s while waiting for the move of ply %d",
-                self.name,
-                _describe(msg),
-                ply,
+            self.process.skipped(
+                SkipKind.UNEXPECTED, f"{_describe(msg)} while waiting for the move of ply {ply}"
             )
 
     def _decision(self, msg: MoveReply, by_uci: Mapping[str, int]) -> Decision:
@@ -475,9 +690,7 @@ class ExternalAgent:
         self.close()
 
 
-def _describe(msg: EngineMessage | UnknownMessage) -> str:
-    if isinstance(msg, UnknownMessage):
-        return f"unknown message type {msg.type!r}"
+def _describe(msg: EngineMessage) -> str:
     return f"{type(msg).__name__} {shorten(msg.to_wire(), 120)}"
 
 
@@ -490,4 +703,6 @@ __all__ = [
     "EngineTimeout",
     "ExternalAgent",
     "ExternalSettings",
+    "SkipKind",
+    "SkipLog",
 ]

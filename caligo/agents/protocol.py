@@ -2,7 +2,10 @@
 
 One JSON object per line, UTF-8, keys in a fixed order, no spaces: the same message always
 encodes to the same bytes (the leak tests compare bytes). Unknown fields are ignored; unknown
-message types are reported, never fatal. A line longer than `MAX_LINE_BYTES` is refused.
+message types are reported, never fatal. Lines are parsed by `loads_untrusted`: a line longer
+than `MAX_LINE_BYTES`, nested deeper than `MAX_DEPTH`, with an integer longer than
+`MAX_INT_DIGITS` digits or a non-finite number (`NaN`, `Infinity`, `1e400`) is refused with a
+`ProtocolError`, and so is a time outside [0, `MAX_TIME_MS`] in a time control, clock or deadline.
 
 Referee to engine: `hello`, `setoption`, `isready`, `newgame`, `observe`, `go`, `force`,
 `gameover`, `quit`. Engine to referee: `hello`, `readyok`, `move`, `info`, `resign`, `error`.
@@ -28,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from caligo.agents.base import COLOR_NAMES, Clock, TimeControl, TimeControlError, color_from_name
+from caligo.agents.untrusted_json import UntrustedJsonError, loads_untrusted
 from caligo.errors import CaligoError
 from caligo.fow.observation import Observation, ObservationError, parse_dark_fen
 
@@ -36,6 +40,14 @@ VERSION = 1
 """Bumped on every breaking change; an engine answering another version is refused."""
 MAX_LINE_BYTES = 1 << 16
 """Longest line either side accepts (64 KiB, newline excluded)."""
+MAX_DEPTH = 32
+"""Deepest nesting of arrays/objects in a line (a message needs 3; `info` may hold more)."""
+MAX_INT_DIGITS = 40
+"""Longest integer in a line, in digits (a 64-bit seed needs 20)."""
+MAX_TIME_MS = 10**9
+"""Largest time (ms, about 11.6 days) or iteration budget in a time control, clock or deadline."""
+MAX_SEED = 2**64
+"""A `newgame` seed is an integer in [0, MAX_SEED)."""
 RESULTS = ("1-0", "0-1", "1/2-1/2", "*")
 
 
@@ -331,13 +343,15 @@ def _load(line: str | bytes) -> tuple[dict[str, Any], str]:
             raise ProtocolError(f"line is not UTF-8: {shorten(line)}") from None
     else:
         text = line
-        if len(text.rstrip("\r\n").encode("utf-8")) > MAX_LINE_BYTES:
+        if len(text.rstrip("\r\n").encode("utf-8", "surrogatepass")) > MAX_LINE_BYTES:
             raise ProtocolError(f"line longer than {MAX_LINE_BYTES} bytes: {shorten(text)}")
     text = text.rstrip("\r\n")
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ProtocolError(f"malformed JSON ({exc.msg}): {shorten(text)}") from None
+        data = loads_untrusted(
+            text, max_bytes=MAX_LINE_BYTES, max_depth=MAX_DEPTH, max_int_digits=MAX_INT_DIGITS
+        )
+    except UntrustedJsonError as exc:
+        raise ProtocolError(str(exc)) from None
     if not isinstance(data, dict) or not isinstance(data.get("type"), str):
         raise ProtocolError(f"not a message object with a 'type': {shorten(text)}")
     return data, text
@@ -369,6 +383,35 @@ class _Fields:
             raise self.fail(f"field {key!r} must be an integer")
         return value
 
+    def bounded(self, key: str, low: int, high: int, optional: bool = False) -> Any:
+        """An integer field in [low, high]."""
+        value = self.integer(key, optional)
+        if value is not None and not low <= value <= high:
+            raise self.fail(f"field {key!r} must be in [{low}, {high}], got {value}")
+        return value
+
+    def times(self, key: str, names: tuple[str, ...]) -> dict[str, Any]:
+        """The object `key` (a time control or clock) with its time fields checked.
+
+        Each of `names` that is present must be a whole number in [0, MAX_TIME_MS] (`2500.0`
+        is taken as 2500); the result holds integers, so `TimeControl.from_dict` and
+        `Clock.from_dict` never see a non-finite, huge, negative or fractional time.
+        """
+        raw = self.obj(key)
+        out = dict(raw)
+        for name in names:
+            value = raw.get(name)
+            if value is None:
+                continue
+            if not isinstance(value, int | float) or isinstance(value, bool):
+                raise self.fail(f"{key}.{name} must be a number, got {shorten(value, 40)}")
+            if not 0 <= value <= MAX_TIME_MS:  # NaN fails this too
+                raise self.fail(f"{key}.{name} must be in [0, {MAX_TIME_MS}], got {value!r}")
+            if isinstance(value, float) and not value.is_integer():
+                raise self.fail(f"{key}.{name} must be a whole number, got {value!r}")
+            out[name] = int(value)
+        return out
+
     def obj(self, key: str) -> dict[str, Any]:
         value = self.data.get(key, {})
         if not isinstance(value, dict):
@@ -386,6 +429,10 @@ class _Fields:
             return parse_dark_fen(player, self.data.get(key))
         except ObservationError as exc:
             raise self.fail(str(exc)) from None
+
+
+_TC_FIELDS = ("initial_ms", "increment_ms", "movetime_ms", "iterations")
+_CLOCK_FIELDS = ("own_ms", "increment_ms", "movetime_ms", "iterations", "opponent_ms")
 
 
 def decode_referee_message(
@@ -406,15 +453,16 @@ def decode_referee_message(
         return IsReady(id=f.integer("id", optional=True) or 0)
     if kind == "newgame":
         color = f.color("color")
+        fields = f.times("time_control", _TC_FIELDS)
         try:
-            tc = TimeControl.from_dict(f.obj("time_control") or {"kind": "none"})
+            tc = TimeControl.from_dict(fields or {"kind": "none"})
         except TimeControlError as exc:
             raise f.fail(str(exc)) from None
         return NewGame(
             game=f.text("game"),
             color=color,
             start=f.text("start"),
-            seed=f.integer("seed"),
+            seed=f.bounded("seed", 0, MAX_SEED - 1),
             time_control=tc,
             observation=f.observation("observation", color),
         )
@@ -432,10 +480,10 @@ def decode_referee_message(
         legal = data.get("legal")
         if not isinstance(legal, list) or not all(isinstance(m, str) for m in legal):
             raise f.fail("field 'legal' must be a list of UCI strings")
+        fields = f.times("clock", _CLOCK_FIELDS)
+        deadline = f.bounded("deadline_ms", 0, MAX_TIME_MS, optional=True)
         try:
-            clock = Clock.from_dict(
-                f.obj("clock") or {"kind": "none"}, f.integer("deadline_ms", optional=True)
-            )
+            clock = Clock.from_dict(fields or {"kind": "none"}, deadline)
         except TimeControlError as exc:
             raise f.fail(str(exc)) from None
         return Go(game=f.text("game"), ply=f.integer("ply"), legal=tuple(legal), clock=clock)
@@ -518,7 +566,11 @@ def decode_engine_message(line: str | bytes) -> EngineMessage | UnknownMessage:
 
 
 __all__ = [
+    "MAX_DEPTH",
+    "MAX_INT_DIGITS",
     "MAX_LINE_BYTES",
+    "MAX_SEED",
+    "MAX_TIME_MS",
     "PROTOCOL",
     "VERSION",
     "EngineHello",

@@ -7,6 +7,15 @@ agent behaves identically in-process and behind a pipe. Bad input never stops it
 oversized, unknown or out-of-order message gets an `error` reply naming the problem, and the
 server keeps serving until `quit` or the end of its input. Logging goes to stderr; stdout carries
 protocol lines only.
+
+Nothing reaches the agent that its own observations contradict: the `newgame` start FEN must
+parse and its `observation` must be the engine's view of it, a `force` must be one of the legal
+moves of the engine's latest observation (`caligo.fow.view.legal_moves_uci`), a `go`'s `legal`
+list must be exactly those moves, and an `observe` after the engine's own ply must name the move
+it played (`null` after the opponent's). Anything else is answered with `error` and dropped, so
+a broken referee cannot make the agent search from a corrupt state. An input that got an `error`
+reply is logged as one warning line; a traceback is logged only for an agent that fails with an
+exception that is not a `CaligoError` (a bug, not bad input).
 """
 
 from __future__ import annotations
@@ -16,7 +25,7 @@ from collections.abc import Callable
 from typing import BinaryIO
 
 from caligo import __version__
-from caligo.agents.base import Agent
+from caligo.agents.base import COLOR_NAMES, Agent
 from caligo.agents.protocol import (
     MAX_LINE_BYTES,
     PROTOCOL,
@@ -41,9 +50,14 @@ from caligo.agents.protocol import (
     UnknownMessage,
     decode_referee_message,
     encode,
+    shorten,
 )
 from caligo.agents.registry import AgentSpec, AgentSpecError, create, parse_spec
-from caligo.fow.position import move_to_uci
+from caligo.errors import CaligoError
+from caligo.fow.errors import FenError
+from caligo.fow.observation import Observation, observe
+from caligo.fow.position import from_fen, move_to_uci
+from caligo.fow.view import legal_moves_uci
 from caligo.play.referee import AgentSeat
 
 log = logging.getLogger(__name__)
@@ -63,6 +77,11 @@ class EngineServer:
         self.game: str | None = None
         self.color: int | None = None
         self.ply = 0
+        self.observation: Observation | None = None
+        """The engine's latest observation in the current game (what `go` and `force` are
+        checked against)."""
+        self._played: str | None = None
+        """The move of the engine's pending own ply (its `move` answer or the `force`d move)."""
 
     def reply(self, message: EngineMessage) -> None:
         self._send(encode(message))
@@ -90,13 +109,21 @@ class EngineServer:
         except ProtocolError as exc:
             self.error(str(exc))
             return True
+        except Exception as exc:  # a decoder bug must not stop the server either
+            log.exception("caligo engine: cannot decode %s", shorten(line))
+            self.error(f"cannot decode the line: {type(exc).__name__}: {shorten(line)}")
+            return True
         return self.handle(message)
 
     def handle(self, message: object) -> bool:
         """Process one decoded message; return False on `quit`."""
         try:
             return self._dispatch(message)
-        except Exception as exc:  # an agent failure is reported, the server goes on
+        except CaligoError as exc:  # a named failure of the agent: reported, the server goes on
+            ply = getattr(message, "ply", None)
+            self.error(f"agent failed: {type(exc).__name__}: {exc}", ply)
+            return True
+        except Exception as exc:  # an unexpected one is a bug: keep its traceback
             log.exception("caligo engine: failure on %r", message)
             ply = getattr(message, "ply", None)
             self.error(f"agent failed: {type(exc).__name__}: {exc}", ply)
@@ -117,8 +144,7 @@ class EngineServer:
         elif isinstance(message, SetOption):
             self._set_option(message)
         elif isinstance(message, NewGame):
-            self.seat.deliver(message)
-            self.game, self.color, self.ply = message.game, message.color, 0
+            self._new_game(message)
         elif isinstance(message, Observe | Force | Go | GameOver):
             self._in_game(message)
         elif isinstance(message, UnknownMessage):
@@ -141,6 +167,25 @@ class EngineServer:
         self.agent = agent
         self.seat = AgentSeat(agent)
 
+    def _new_game(self, message: NewGame) -> None:
+        # a refused newgame leaves no current game: what follows for it is refused too
+        self.game = self.color = self.observation = self._played = None
+        try:
+            start = from_fen(message.start)
+        except FenError as exc:
+            self.error(f"newgame {message.game!r}: bad start: {exc}")
+            return
+        expected = observe(start, message.color).dark_fen()
+        if message.observation.dark_fen() != expected:
+            self.error(
+                f"newgame {message.game!r}: observation {message.observation.dark_fen()!r} is "
+                f"not the {COLOR_NAMES[message.color]} view of the start ({expected!r})"
+            )
+            return
+        self.seat.deliver(message)
+        self.game, self.color, self.ply = message.game, message.color, 0
+        self.observation = message.observation
+
     def _in_game(self, message: Observe | Force | Go | GameOver) -> None:
         if self.game is None or message.game != self.game:
             self.error(
@@ -150,7 +195,7 @@ class EngineServer:
             return
         if isinstance(message, GameOver):
             self.seat.deliver(message)
-            self.game = self.color = None
+            self.game = self.color = self.observation = self._played = None
             return
         expected = self.ply + 1
         if message.ply != expected:
@@ -160,33 +205,89 @@ class EngineServer:
             )
             return
         if isinstance(message, Observe):
-            self.seat.deliver(message)
-            self.ply = message.ply
+            self._observe(message)
         elif isinstance(message, Force):
-            self.seat.deliver(message)
+            self._force(message)
         else:
             self._go(message)
+
+    def _own_turn(self) -> bool:
+        obs = self.observation
+        return obs is not None and obs.side_to_move == obs.player
+
+    def _observe(self, message: Observe) -> None:
+        if self._own_turn():
+            if self._played is None:
+                self.error(f"observe for ply {message.ply}, your own, before go or force")
+                return
+            if message.own_move != self._played:
+                self.error(
+                    f"observe for ply {message.ply}: own_move {message.own_move!r}, "
+                    f"but this engine played {self._played!r}",
+                    message.ply,
+                )
+                return
+        elif message.own_move is not None:
+            self.error(
+                f"observe for ply {message.ply}, the opponent's: own_move must be null, "
+                f"got {message.own_move!r}",
+                message.ply,
+            )
+            return
+        self.seat.deliver(message)
+        self.ply = message.ply
+        self.observation = message.observation
+        self._played = None
+
+    def _legal(self) -> list[str]:
+        assert self.observation is not None  # set with the game (`_new_game`)
+        return legal_moves_uci(self.observation)
+
+    def _force(self, force: Force) -> None:
+        if force.move not in self._legal():
+            assert self.observation is not None
+            self.error(
+                f"force {force.move!r} at ply {force.ply} is not a legal move of your "
+                f"observation {self.observation.dark_fen()!r}",
+                force.ply,
+            )
+            return
+        self.seat.deliver(force)
+        self._played = force.move
 
     def _go(self, go: Go) -> None:
         if not go.legal:
             self.error(f"go without legal moves at ply {go.ply}", go.ply)
+            return
+        legal = self._legal()
+        if sorted(go.legal) != legal:
+            extra = sorted(set(go.legal) - set(legal))
+            missing = sorted(set(legal) - set(go.legal))
+            self.error(
+                f"go at ply {go.ply}: 'legal' is not the legal move set of your observation "
+                f"(not legal: {shorten(extra, 80)}; missing: {shorten(missing, 80)}; "
+                f"{len(go.legal) - len(set(go.legal))} repeated)",
+                go.ply,
+            )
             return
         decision = self.seat.ask(go)
         assert self.game is not None
         if decision.resign:
             self.reply(ResignReply(self.game, go.ply))
             return
+        move = move_to_uci(decision.move)
         policy = {move_to_uci(m): p for m, p in decision.policy.items()}
         self.reply(
             MoveReply(
                 self.game,
                 go.ply,
-                move_to_uci(decision.move),
+                move,
                 policy=policy,
                 value=decision.value,
                 info=dict(decision.info),
             )
         )
+        self._played = move
 
 
 def _read_lines(stream: BinaryIO, limit: int) -> tuple[bytes, bool]:

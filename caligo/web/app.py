@@ -21,7 +21,6 @@ nothing; the socket and the server go on.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -34,6 +33,7 @@ from fastapi.staticfiles import StaticFiles
 
 from caligo.agents import registry
 from caligo.agents.base import color_from_name
+from caligo.agents.untrusted_json import UntrustedJsonError, loads_untrusted
 from caligo.web.errors import (
     BadRequestError,
     GameRunningError,
@@ -129,9 +129,9 @@ def create_app(config: WebConfig) -> FastAPI:
         if len(body) > MAX_BODY_BYTES:
             raise BadRequestError(f"request too large: {len(body)} bytes (limit {MAX_BODY_BYTES})")
         try:
-            data = json.loads(body or b"{}")
-        except ValueError:
-            raise BadRequestError(f"invalid JSON body: {body[:80]!r}") from None
+            data = loads_untrusted(body or b"{}", max_bytes=MAX_BODY_BYTES)
+        except UntrustedJsonError as exc:
+            raise BadRequestError(f"invalid JSON body: {exc}") from None
         live, token = await hub_of(request).create(GameRequest.from_json(data))
         return {"game": live.game_id, "seat": token, "color": ("white", "black")[live.human]}
 

@@ -54,6 +54,7 @@ from caligo.agents.base import (
 )
 from caligo.agents.protocol import Force, GameOver, Go, RefereeMessage
 from caligo.agents.timing import strength_clock
+from caligo.agents.untrusted_json import UntrustedJsonError, loads_untrusted
 from caligo.fow.position import move_to_uci
 from caligo.play.errors import IllegalMoveError, SessionError
 from caligo.play.referee import AgentSeat
@@ -189,9 +190,9 @@ def parse_client_message(text: Any, max_bytes: int) -> ClientMessage:
     if size > max_bytes:
         raise BadRequestError(f"message too large: {size} bytes (limit {max_bytes})", "too_large")
     try:
-        data = json.loads(text)
-    except ValueError:
-        raise BadRequestError(f"invalid JSON: {_short(text)}", "bad_json") from None
+        data = loads_untrusted(text, max_bytes=max_bytes)
+    except UntrustedJsonError as exc:
+        raise BadRequestError(f"invalid JSON: {exc}", "bad_json") from None
     if not isinstance(data, dict) or not isinstance(data.get("type"), str):
         raise BadRequestError(f"a message is an object with a type: {_short(text)}", "bad_frame")
     try:

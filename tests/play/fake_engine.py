@@ -2,7 +2,7 @@
 
 It speaks caligo-fow v1 as docs/protocol.md describes it, and misbehaves on request:
 
-    python fake_engine.py MODE [N]
+    python fake_engine.py MODE [N [PIDFILE]]
 
 good        random legal moves (seeded by newgame)
 garbage     before every move: a malformed line, an unknown type, a 70 KB line, a stale move,
@@ -17,14 +17,37 @@ silent      never says hello
 slow        sleeps N milliseconds before each move
 slowstart   sleeps N milliseconds after each newgame (its per-game start-up), before it reads
             on (so the referee's isready is answered only then)
+hostile     before every move: N lines no JSON parser should trust (500 nested brackets, a
+            5,000-digit integer, Infinity, 1e400, NaN, in turn); then a legal move
+chatty      writes N KiB of stderr lines (one write) before its first move
+orphan      at its N-th go: starts a child that keeps stdout and stderr open, writes the child's
+            pid to the file PIDFILE (third argument), and exits with status 5
+spawn       at hello: starts a child that sleeps, writes its pid to PIDFILE; on quit it exits
+            and leaves the child running (the referee must kill it)
 """
 
 from __future__ import annotations
 
 import json
 import random
+import subprocess
 import sys
 import time
+
+HOSTILE = [
+    "[" * 500 + "]" * 500,
+    '{"type":"info","game":"g1","ply":1,"nodes":' + "7" * 5000 + "}",
+    '{"type":"move","game":"g1","ply":1,"move":"a2a3","value":Infinity}',
+    '{"type":"info","game":"g1","ply":1,"ms":1e400}',
+    '{"type":"readyok","id":NaN}',
+]
+
+
+def start_child(pidfile: str) -> None:
+    """A child that sleeps with our stdout and stderr (inherited) held open."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    with open(pidfile, "w") as f:
+        f.write(str(child.pid))
 
 
 def send(obj: dict) -> None:
@@ -35,6 +58,7 @@ def send(obj: dict) -> None:
 def main() -> int:
     mode = sys.argv[1] if len(sys.argv) > 1 else "good"
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+    pidfile = sys.argv[3] if len(sys.argv) > 3 else ""
     rng = random.Random(0)
     gos = 0
     for raw in sys.stdin:
@@ -46,6 +70,8 @@ def main() -> int:
         if kind == "hello":
             if mode == "silent":
                 continue
+            if mode == "spawn":
+                start_child(pidfile)
             version = 2 if mode == "badversion" else 1
             send(
                 {
@@ -67,6 +93,9 @@ def main() -> int:
             game, ply, legal = msg["game"], msg["ply"], msg["legal"]
             if mode == "hang" and gos >= n:
                 time.sleep(3600)
+            if mode == "orphan" and gos >= n:
+                start_child(pidfile)
+                return 5
             if mode == "crash" and gos >= n:
                 sys.stderr.write("fake engine: simulated crash\n")
                 sys.stderr.flush()
@@ -87,6 +116,13 @@ def main() -> int:
                 send({"type": "move", "game": game, "ply": ply - 1, "move": legal[0]})
                 send({"type": "readyok", "id": 999})
                 send({"type": "info", "game": game, "ply": ply, "nodes": 12})
+            if mode == "hostile":
+                for i in range(n):
+                    sys.stdout.write(HOSTILE[i % len(HOSTILE)] + "\n")
+            if mode == "chatty" and gos == 1:
+                line = b"fake engine: thinking very loudly about nothing in particular....\n"
+                sys.stderr.buffer.write(line * (n * 1024 // len(line)))
+                sys.stderr.buffer.flush()
             if mode == "slow":
                 time.sleep(n / 1000.0)
             move = rng.choice(legal)
