@@ -90,7 +90,7 @@ def main() -> int:
                     "game": msg["game"],
                     "ply": msg["ply"],
                     "move": move,
-                    "policy": {m: w / total for m, w in zip(top, weights)},
+                    "policy": {m: w / total for m, w in zip(top, weights, strict=True)},
                     "value": round(rng.uniform(-1, 1), 4),
                     "info": info,
                 }

@@ -137,6 +137,7 @@ def test_nothing_is_revealed_while_the_game_runs(client: TestClient) -> None:
     for path in (
         f"/api/games/{gid}",
         f"/api/games/{gid}/pgn",
+        f"/api/games/{gid}/pgn/standard",
         f"/api/games/{gid}/transcript/white",
     ):
         r = client.get(path)

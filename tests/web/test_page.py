@@ -211,9 +211,7 @@ def check_analysis(page: Any, server: Server, gid: str) -> None:
     assert "t_half" not in page.inner_text("#rv-diag")
 
 
-def test_premove_and_keyboard_entry_play_the_intended_move(
-    browser: Any, tmp_path: Path
-) -> None:
+def test_premove_and_keyboard_entry_play_the_intended_move(browser: Any, tmp_path: Path) -> None:
     """Keyboard entry in UCI and SAN; a premove queued during the engine's turn is played on
     the player's turn, a cancelled one is not, an illegal one is dropped; nothing leaves the
     page but ordinary moves on the player's own turns."""
