@@ -17,8 +17,9 @@ Time (PLAY.md 2.2): monotonic milliseconds, measured from the request to the ans
 side loses when its answer takes longer than its remaining time plus `timemargin_ms`; a
 MOVETIME side when it exceeds the move time plus the margin; untimed and fixed-iteration sides
 when they exceed `move_timeout_ms` (a hang guard). The increment is added after each own move.
-With `first_move_timeout_ms` a clock side's clock starts only after its own first move, and a
-first move that does not come in time aborts the game (the web app's rule, as on lichess).
+With `first_move_timeout_ms` set for it, a clock side's clock starts only after its own first
+move, and a first move that does not come in time aborts the game (the web app's rule, as on
+lichess).
 """
 
 from __future__ import annotations
@@ -101,11 +102,11 @@ class SessionConfig:
     share_opponent_clock: bool = False
     timemargin_ms: int = 0
     move_timeout_ms: int = 60_000
-    first_move_timeout_ms: int = 0
-    """0: clocks run from the first ply (matches). Above 0, lichess's and chess.com's rule for a
-    side with a CLOCK: its clock starts only after its own first move (that move costs no time
-    and earns no increment), and a side that makes no first move within this many ms has the
-    game aborted, not lost."""
+    first_move_timeout_ms: tuple[int, int] = (0, 0)
+    """Per colour. 0: the clock runs from the first ply (matches). Above 0, lichess's and
+    chess.com's rule for a side with a CLOCK: its clock starts only after its own first move
+    (that move costs no time and earns no increment), and a side that makes no first move within
+    this many ms has the game aborted, not lost."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.game_id, str) or not self.game_id:
@@ -117,7 +118,13 @@ class SessionConfig:
             raise SessionError(f"time_controls must be two TimeControl: {self.time_controls!r}")
         if len(self.seeds) != 2 or len(self.names) != 2:
             raise SessionError(f"seeds and names need one entry per colour: {self!r}")
-        if self.timemargin_ms < 0 or self.move_timeout_ms <= 0 or self.first_move_timeout_ms < 0:
+        first = self.first_move_timeout_ms
+        if (
+            self.timemargin_ms < 0
+            or self.move_timeout_ms <= 0
+            or len(first) != 2
+            or not all(isinstance(ms, int) and ms >= 0 for ms in first)
+        ):
             raise SessionError(
                 f"invalid timing: margin {self.timemargin_ms!r}, timeout {self.move_timeout_ms!r}, "
                 f"first move {self.first_move_timeout_ms!r}"
@@ -141,13 +148,14 @@ class SessionConfig:
             "share_opponent_clock": self.share_opponent_clock,
             "timemargin_ms": self.timemargin_ms,
             "move_timeout_ms": self.move_timeout_ms,
-            "first_move_timeout_ms": self.first_move_timeout_ms,
+            "first_move_timeout_ms": list(self.first_move_timeout_ms),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SessionConfig:
         """Parse `to_dict` output (raises SessionError / TimeControlError / FenError)."""
         try:
+            first = [int(ms) for ms in data.get("first_move_timeout_ms", (0, 0))]
             tcs = tuple(TimeControl.from_dict(d) for d in data["time_controls"])
             return cls(
                 game_id=data["game_id"],
@@ -159,7 +167,7 @@ class SessionConfig:
                 share_opponent_clock=bool(data["share_opponent_clock"]),
                 timemargin_ms=int(data["timemargin_ms"]),
                 move_timeout_ms=int(data["move_timeout_ms"]),
-                first_move_timeout_ms=int(data.get("first_move_timeout_ms", 0)),
+                first_move_timeout_ms=(first[0], first[1]),
             )
         except (KeyError, IndexError, TypeError) as exc:
             raise SessionError(f"invalid session config: {data!r} ({exc})") from None
@@ -345,7 +353,7 @@ class GameSession:
     def first_move_pending(self, color: int) -> bool:
         """True while `color`'s clock waits for its first move (`first_move_timeout_ms`)."""
         return (
-            self.config.first_move_timeout_ms > 0
+            self.config.first_move_timeout_ms[color] > 0
             and self.config.time_controls[color].kind is TcKind.CLOCK
             and not self._moved[color]
         )
@@ -368,7 +376,7 @@ class GameSession:
         tc = self.config.time_controls[color]
         margin = self.config.timemargin_ms
         if self.first_move_pending(color):
-            return self.config.first_move_timeout_ms + margin
+            return self.config.first_move_timeout_ms[color] + margin
         if tc.kind is TcKind.CLOCK:
             rem = self._sides[color].remaining_ms
             return max(0, round(rem or 0.0)) + margin
@@ -475,7 +483,7 @@ class GameSession:
         tc = self.config.time_controls[color]
         margin = self.config.timemargin_ms
         if self.first_move_pending(color):
-            limit = self.config.first_move_timeout_ms
+            limit = self.config.first_move_timeout_ms[color]
             if elapsed_ms > limit + margin:
                 return f"{COLOR_NAMES[color]} made no first move within {limit} ms"
         elif tc.kind is TcKind.CLOCK:

@@ -389,12 +389,12 @@ class LiveGame:
         session = self.session
         mover = session.to_move
         white, black = self._final_clocks or (session.clock_ms(0), session.clock_ms(1))
-        first = mover is not None and session.first_move_pending(mover)
+        first = False
         first_ms = None
-        if first:
-            first_ms = max(
-                0, round(session.config.first_move_timeout_ms - session.turn_elapsed_ms())
-            )
+        if mover is not None and session.first_move_pending(mover):
+            first = True
+            window = session.config.first_move_timeout_ms[mover]
+            first_ms = max(0, round(window - session.turn_elapsed_ms()))
         return {
             "white": white,
             "black": black,
@@ -546,7 +546,7 @@ class LiveGame:
         if mover is None or self.session.config.time_controls[mover].kind is not TcKind.CLOCK:
             return
         if self.session.first_move_pending(mover):  # aborted if the first move does not come
-            left = self.session.config.first_move_timeout_ms - self.session.turn_elapsed_ms()
+            left = self.session.config.first_move_timeout_ms[mover] - self.session.turn_elapsed_ms()
         else:
             left = self.session.clock_ms(mover) or 0
         delay = max(0.0, left + self.session.config.timemargin_ms) / 1000.0 + 0.02
@@ -726,6 +726,11 @@ class GameHub:
         token = secrets.token_urlsafe(24)
         names = [HUMAN_NAME, HUMAN_NAME]
         names[1 - human] = self.engine_name(request.strength)
+        # both clocks start after their side's first move; the engine's first move may wait
+        # for a cold start (compiling its kernels), so it has its whole clock for it, as before
+        first_move = [self.config.first_move_ms, self.config.first_move_ms]
+        initial = request.time_control.initial_ms
+        first_move[1 - human] = max(initial, self.config.first_move_ms)
         config = SessionConfig(
             game_id=game_id,
             time_controls=(request.time_control, request.time_control),
@@ -733,7 +738,7 @@ class GameHub:
             names=(names[0], names[1]),
             timemargin_ms=LAG_MARGIN_MS,
             move_timeout_ms=UNTIMED_MOVE_TIMEOUT_MS,
-            first_move_timeout_ms=self.config.first_move_ms,
+            first_move_timeout_ms=(first_move[0], first_move[1]),
         )
         agent = await anyio.to_thread.run_sync(registry.create, self.config.agent)
         meta = WebGameMeta(game_id, human, self.config.agent, request.strength)

@@ -94,7 +94,7 @@ def messages(
         "twin",
         time_controls=(CLOCK, CLOCK),
         seeds=(11, 22),
-        first_move_timeout_ms=first_move_ms,
+        first_move_timeout_ms=(first_move_ms, first_move_ms),
     )
     session = GameSession(config, now=now)
     sent = -1

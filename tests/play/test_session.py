@@ -111,7 +111,7 @@ def test_first_move_rule_clock_starts_after_each_sides_first_move() -> None:
     free on its clock and earns no increment; its clock runs from its second move on."""
     now = FakeTime()
     tc = TimeControl.parse("60+2")
-    cfg = SessionConfig("fm", time_controls=(tc, tc), first_move_timeout_ms=30_000)
+    cfg = SessionConfig("fm", time_controls=(tc, tc), first_move_timeout_ms=(30_000, 30_000))
     s = GameSession(cfg, now=now)
     assert s.first_move_pending(WHITE) and s.first_move_pending(BLACK)
     now.t = 20.0  # white takes 20 s over its first move: the clock does not run
@@ -136,13 +136,13 @@ def test_first_move_rule_clock_starts_after_each_sides_first_move() -> None:
     assert SessionConfig.from_dict(cfg.to_dict()) == cfg
     old = cfg.to_dict()
     del old["first_move_timeout_ms"]  # configs stored before the rule: off
-    assert SessionConfig.from_dict(old).first_move_timeout_ms == 0
+    assert SessionConfig.from_dict(old).first_move_timeout_ms == (0, 0)
 
 
 def test_no_first_move_in_time_aborts_the_game() -> None:
     now = FakeTime()
     tc = TimeControl.parse("60+0")
-    cfg = SessionConfig("ab", time_controls=(tc, tc), first_move_timeout_ms=10_000)
+    cfg = SessionConfig("ab", time_controls=(tc, tc), first_move_timeout_ms=(10_000, 10_000))
     s = GameSession(cfg, now=now)
     now.t = 9.9
     assert s.check_flag() is None
@@ -157,12 +157,17 @@ def test_no_first_move_in_time_aborts_the_game() -> None:
     end = s.play(BLACK, code(s, "e7e5"))
     assert end is not None and end.reason is EndReason.ABORTED and s.ply == 1
     # untimed sides and the default (matches) keep their rules: no abort, clocks from ply 1
-    s = GameSession(SessionConfig("u", first_move_timeout_ms=10_000), now=now)
+    s = GameSession(SessionConfig("u", first_move_timeout_ms=(10_000, 10_000)), now=now)
     now.t += 20.0
     assert s.check_flag() is None and not s.first_move_pending(WHITE)
     s = GameSession(SessionConfig("d", time_controls=(tc, tc)), now=now)
     now.t += 5.0
     assert s.clock_ms(WHITE) == 55_000 and not s.first_move_pending(WHITE)
+    # per colour: here only White has the rule; Black's clock runs from its first move
+    s = GameSession(SessionConfig("p", time_controls=(tc, tc), first_move_timeout_ms=(10_000, 0)))
+    assert s.first_move_pending(WHITE) and not s.first_move_pending(BLACK)
+    with pytest.raises(SessionError):
+        SessionConfig("bad", first_move_timeout_ms=(-1, 0))
 
 
 def test_illegal_moves_turns_and_forfeits() -> None:

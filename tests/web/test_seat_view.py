@@ -82,7 +82,7 @@ def _live_frames(moves: list[str], human: int) -> list[dict]:
     now = _Clock()
     tc = TimeControl.parse("60+1")
     config = SessionConfig(
-        "g-live", time_controls=(tc, tc), names=("A", "B"), first_move_timeout_ms=30_000
+        "g-live", time_controls=(tc, tc), names=("A", "B"), first_move_timeout_ms=(30_000, 30_000)
     )
     session = GameSession(config, now=now)
     meta = WebGameMeta("g-live", human, "random", TimeControl.parse("mt=1"))
