@@ -81,6 +81,10 @@ class Player:
         frm, to = uci[0:2], uci[2:4]
         fog = self.dom("#board .sq.fog")
         assert fog == sorted(state["view"]["fog"])  # the board draws the frame's fog exactly
+        assert self.dom("#board .sq.fog.last") == []  # a fogged square is never tinted as seen
+        hint = state["view"]["hints"]["own_last_move"]
+        fogged_last = sorted({hint[0:2], hint[2:4]} & set(fog)) if hint else []
+        assert self.dom("#board .sq.last-fog") == fogged_last
         self.fog_checked += 1
         if self.drag:
             x, y = self.center(frm)

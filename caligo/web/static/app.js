@@ -188,7 +188,7 @@ const sound = {
     this.button();
   },
   button() {
-    $("sound").querySelector(".label").textContent = this.on() ? " On" : " Off";
+    $("sound").querySelector(".btn-label").textContent = this.on() ? " On" : " Off";
     $("sound").classList.toggle("off", !this.on());
   },
   play(kind) {
@@ -915,7 +915,7 @@ class Review {
       }
     }
     const raw = Object.entries(i);
-    if (d.value != null) raw.unshift(["value", d.value]);
+    if (d.value != null && !("value" in i)) raw.unshift(["value", d.value]);
     if (!raw.length) return;
     const details = el("details", { class: "raw" }, el("summary", { text: "Details" }));
     const dl = el("dl", { class: "info" });
@@ -965,7 +965,7 @@ $("sound").addEventListener("click", () => sound.toggle());
 $("flip").addEventListener("click", () => { if (live) live.flip(); });
 $("resign").addEventListener("click", () => {
   const b = $("resign");
-  const label = b.querySelector(".label");
+  const label = b.querySelector(".btn-label");
   if (!live) return;
   if (b.classList.contains("confirm")) {
     b.classList.remove("confirm");
