@@ -553,9 +553,9 @@ class LiveGame {
         this.endText = endMessage(f.end, f.color, names, f.detail, lastSan);
         this.showEnd();
       }
+      $("stepper").hidden = false;  // before stepping: it takes room from the move list
       this.renderFullMoves();
       this.go(plies.length);
-      $("stepper").hidden = false;
     }
   }
 
