@@ -15,10 +15,16 @@ WS_MAX_BYTES = 1 << 16
 
 
 def serve_argv(
-    db: str | Path, port: int = 0, agent: str = "random", seed: int = 1, max_searches: int = 1
+    db: str | Path,
+    port: int = 0,
+    agent: str = "random",
+    seed: int = 1,
+    max_searches: int = 1,
+    first_move_seconds: float | None = None,
 ) -> list[str]:
     """The command that runs `caligo web serve` on loopback with this Python (tests, benchmarks);
     it prints `Caligo web: http://127.0.0.1:PORT/` once it listens."""
+    extra = [] if first_move_seconds is None else ["--first-move-seconds", str(first_move_seconds)]
     return [
         sys.executable,
         "-m",
@@ -37,7 +43,18 @@ def serve_argv(
         str(seed),
         "--max-searches",
         str(max_searches),
+        *extra,
     ]
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
 
 
 def default_db() -> Path:
@@ -64,7 +81,13 @@ def _serve(args: argparse.Namespace) -> int:
     agent = args.agent or registry.strongest()
     registry.create(agent).close()  # fail now, with the spec quoted, not at the first game
     db = Path(args.db) if args.db else default_db()
-    config = WebConfig(db=str(db), agent=agent, max_searches=args.max_searches, seed=args.seed)
+    config = WebConfig(
+        db=str(db),
+        agent=agent,
+        max_searches=args.max_searches,
+        seed=args.seed,
+        first_move_ms=round(args.first_move_seconds * 1000),
+    )
     app = create_app(config)
     sock = bind(args.host, args.port)
     host, port = sock.getsockname()[:2]
@@ -99,4 +122,11 @@ def register(sub: Any) -> None:
         "--max-searches", type=int, default=1, help="engine searches run at once (others queue)"
     )
     p.add_argument("--seed", type=int, help="seed games deterministically (tests)")
+    p.add_argument(
+        "--first-move-seconds",
+        type=_seconds,
+        default=30.0,
+        help="a timed game is aborted when the side to move makes no first move in this time "
+        "(its clock starts after that move; default 30)",
+    )
     p.set_defaults(func=_serve)

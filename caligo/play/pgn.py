@@ -12,13 +12,28 @@ mover's think time and, when the engine reported them, its diagnostics::
 after the move; `{book}` marks a forced opening ply). The PGN is written after the game, so the
 diagnostics reveal nothing during play. `caligo.fow.notation.read_pgn` reads it back (comments
 are skipped).
+
+Standard chess programs cannot read the whole of such a PGN: at the first move only Fog of War
+allows (moving into check or leaving the king in check, castling out of or through check,
+capturing the king) python-chess's `chess.pgn.read_game` stops with an "illegal san" error, and
+it already refuses the `Variant` tag ("unsupported variant"). `standard_pgn` writes the same
+game for those programs: no `Variant` tag, the moves up to the first FoW-only move (judged by
+python-chess, a rules implementation we did not write), the rest in a final comment, the real
+result, and a `FogOfWar` tag saying where the standard moves stop.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from caligo.fow.notation import write_pgn
+import chess
+import chess.pgn
+
+from caligo.fow.game import Game
+from caligo.fow.notation import move_to_san, read_pgn, write_pgn
+from caligo.fow.position import WHITE, move_to_uci
 
 if TYPE_CHECKING:
     from caligo.play.session import GameSession, PlyRecord
@@ -106,4 +121,85 @@ def session_pgn(
     return head + "\n\n" + "\n".join(lines) + "\n"
 
 
-__all__ = ["ply_comment", "session_pgn"]
+@dataclass(frozen=True)
+class StandardCut:
+    """Where standard chess stops following a FoW game.
+
+    `plies`: how many moves from the start standard chess allows; `total`: the game's plies;
+    `first`: the first FoW-only move with its number ("23. Kxe8", "12... O-O"), None if every
+    move is a standard one.
+    """
+
+    plies: int
+    total: int
+    first: str | None
+
+
+def _numbered(board: chess.Board, san: str) -> str:
+    dots = "." if board.turn == chess.WHITE else "..."
+    return f"{board.fullmove_number}{dots} {san}"
+
+
+def standard_cut(start_fen: str, ucis: Sequence[str]) -> StandardCut:
+    """Find the first of `ucis` (from `start_fen`) that standard chess does not allow."""
+    board = chess.Board(start_fen)
+    fow = Game(start_fen)
+    for i, uci in enumerate(ucis):
+        move = chess.Move.from_uci(uci)
+        if not board.is_legal(move):
+            code = next(m for m in fow.legal_moves() if move_to_uci(m) == uci)
+            return StandardCut(i, len(ucis), _numbered(board, move_to_san(fow.position, code)))
+        board.push(move)
+        fow.push_uci(uci)
+    return StandardCut(len(ucis), len(ucis), None)
+
+
+def standard_pgn(fow_pgn: str) -> str:
+    """The game of `fow_pgn` (one FoW game, e.g. `session_pgn`'s) for standard chess programs.
+
+    Every move it holds is legal in standard chess, so `chess.pgn.read_game` reads all of them
+    without an error; the moves from the first FoW-only one on are listed in FoW SAN in the
+    comment after the last standard move (see the module docstring).
+    """
+    parsed = read_pgn(fow_pgn)
+    ucis = [move_to_uci(m) for m in parsed.moves]
+    cut = standard_cut(parsed.start_fen, ucis)
+    game = chess.pgn.Game()
+    for key, value in parsed.headers.items():
+        if key != "Variant":
+            game.headers[key] = value
+    if parsed.start_fen != chess.STARTING_FEN:
+        game.setup(chess.Board(parsed.start_fen))
+    game.headers["Result"] = parsed.result
+    node: chess.pgn.GameNode = game
+    for uci in ucis[: cut.plies]:
+        node = node.add_main_variation(chess.Move.from_uci(uci))
+    if cut.first is not None:
+        rest_board = node.board()
+        fow = Game(parsed.start_fen)
+        for uci in ucis[: cut.plies]:
+            fow.push_uci(uci)
+        tokens = []
+        number = rest_board.fullmove_number
+        for i, code in enumerate(parsed.moves[cut.plies :]):
+            san = move_to_san(fow.position, code)
+            white = fow.turn == WHITE
+            if white:
+                tokens.append(f"{number}. {san}")
+            else:
+                tokens.append(f"{number}... {san}" if i == 0 else san)
+                number += 1
+            fow.push(code)
+        game.headers["FogOfWar"] = (
+            f"standard chess stops after {cut.plies} of {cut.total} plies, at {cut.first}"
+        )
+        node.comment = (
+            "Fog of War game; it goes on with moves standard chess does not allow: "
+            + " ".join(tokens)
+            + f" {parsed.result}"
+        )
+    exporter = chess.pgn.StringExporter(headers=True, variations=False, comments=True)
+    return str(game.accept(exporter)) + "\n"
+
+
+__all__ = ["StandardCut", "ply_comment", "session_pgn", "standard_cut", "standard_pgn"]

@@ -17,6 +17,9 @@ Time (PLAY.md 2.2): monotonic milliseconds, measured from the request to the ans
 side loses when its answer takes longer than its remaining time plus `timemargin_ms`; a
 MOVETIME side when it exceeds the move time plus the margin; untimed and fixed-iteration sides
 when they exceed `move_timeout_ms` (a hang guard). The increment is added after each own move.
+With `first_move_timeout_ms` set for it, a clock side's clock starts only after its own first
+move, and a first move that does not come in time aborts the game (the web app's rule, as on
+lichess).
 """
 
 from __future__ import annotations
@@ -99,6 +102,11 @@ class SessionConfig:
     share_opponent_clock: bool = False
     timemargin_ms: int = 0
     move_timeout_ms: int = 60_000
+    first_move_timeout_ms: tuple[int, int] = (0, 0)
+    """Per colour. 0: the clock runs from the first ply (matches). Above 0, lichess's and
+    chess.com's rule for a side with a CLOCK: its clock starts only after its own first move
+    (that move costs no time and earns no increment), and a side that makes no first move within
+    this many ms has the game aborted, not lost."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.game_id, str) or not self.game_id:
@@ -110,9 +118,16 @@ class SessionConfig:
             raise SessionError(f"time_controls must be two TimeControl: {self.time_controls!r}")
         if len(self.seeds) != 2 or len(self.names) != 2:
             raise SessionError(f"seeds and names need one entry per colour: {self!r}")
-        if self.timemargin_ms < 0 or self.move_timeout_ms <= 0:
+        first = self.first_move_timeout_ms
+        if (
+            self.timemargin_ms < 0
+            or self.move_timeout_ms <= 0
+            or len(first) != 2
+            or not all(isinstance(ms, int) and ms >= 0 for ms in first)
+        ):
             raise SessionError(
-                f"invalid timing: margin {self.timemargin_ms!r}, timeout {self.move_timeout_ms!r}"
+                f"invalid timing: margin {self.timemargin_ms!r}, timeout {self.move_timeout_ms!r}, "
+                f"first move {self.first_move_timeout_ms!r}"
             )
         if self.forced:
             game = Game(self.start_fen)
@@ -133,12 +148,14 @@ class SessionConfig:
             "share_opponent_clock": self.share_opponent_clock,
             "timemargin_ms": self.timemargin_ms,
             "move_timeout_ms": self.move_timeout_ms,
+            "first_move_timeout_ms": list(self.first_move_timeout_ms),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SessionConfig:
         """Parse `to_dict` output (raises SessionError / TimeControlError / FenError)."""
         try:
+            first = [int(ms) for ms in data.get("first_move_timeout_ms", (0, 0))]
             tcs = tuple(TimeControl.from_dict(d) for d in data["time_controls"])
             return cls(
                 game_id=data["game_id"],
@@ -150,6 +167,7 @@ class SessionConfig:
                 share_opponent_clock=bool(data["share_opponent_clock"]),
                 timemargin_ms=int(data["timemargin_ms"]),
                 move_timeout_ms=int(data["move_timeout_ms"]),
+                first_move_timeout_ms=(first[0], first[1]),
             )
         except (KeyError, IndexError, TypeError) as exc:
             raise SessionError(f"invalid session config: {data!r} ({exc})") from None
@@ -247,6 +265,7 @@ class GameSession:
         self._sans: list[str] = []
         self._fens: tuple[list[str], list[str]] = ([], [])
         self._end: GameEnd | None = None
+        self._moved = [False, False]
         self._turn_started = now()
         self._startup_ms: list[float | None] = [None, None]
 
@@ -332,6 +351,14 @@ class GameSession:
         """The seat's transcript so far (a `caligo.fow.transcript.Transcript`)."""
         return Transcript(color, self.config.start_fen, tuple(self._sides[color].entries))
 
+    def first_move_pending(self, color: int) -> bool:
+        """True while `color`'s clock waits for its first move (`first_move_timeout_ms`)."""
+        return (
+            self.config.first_move_timeout_ms[color] > 0
+            and self.config.time_controls[color].kind is TcKind.CLOCK
+            and not self._moved[color]
+        )
+
     def turn_elapsed_ms(self) -> float:
         """Milliseconds since the side to move was asked (its turn started)."""
         return (self._now() - self._turn_started) * 1000.0
@@ -362,7 +389,7 @@ class GameSession:
         rem = self._sides[color].remaining_ms
         if rem is None:
             return None
-        if self.to_move == color:
+        if self.to_move == color and not self.first_move_pending(color):
             rem -= self.turn_elapsed_ms()
         return max(0, round(rem))
 
@@ -370,6 +397,8 @@ class GameSession:
         """The longest answer (from the turn's start) `color` may take before losing on time."""
         tc = self.config.time_controls[color]
         margin = self.config.timemargin_ms
+        if self.first_move_pending(color):
+            return self.config.first_move_timeout_ms[color] + margin
         if tc.kind is TcKind.CLOCK:
             rem = self._sides[color].remaining_ms
             return max(0, round(rem or 0.0)) + margin
@@ -454,8 +483,14 @@ class GameSession:
             elapsed_ms = self.turn_elapsed_ms()
         late = self._late(color, elapsed_ms)
         if late:
-            return self.forfeit(color, EndReason.TIME_FORFEIT, late)
+            return self._timed_out(color, late)
         return self._apply(color, move, elapsed_ms, decision, forced=False)
+
+    def _timed_out(self, color: int, late: str) -> GameEnd:
+        """A late answer: a loss on time, or an abort when it was `color`'s first move."""
+        if self.first_move_pending(color):
+            return self.abort(late)
+        return self.forfeit(color, EndReason.TIME_FORFEIT, late)
 
     def play_forced(self) -> GameEnd | None:
         """Play the pending forced opening move of the side to move."""
@@ -469,7 +504,11 @@ class GameSession:
     def _late(self, color: int, elapsed_ms: float) -> str:
         tc = self.config.time_controls[color]
         margin = self.config.timemargin_ms
-        if tc.kind is TcKind.CLOCK:
+        if self.first_move_pending(color):
+            limit = self.config.first_move_timeout_ms[color]
+            if elapsed_ms > limit + margin:
+                return f"{COLOR_NAMES[color]} made no first move within {limit} ms"
+        elif tc.kind is TcKind.CLOCK:
             rem = self._sides[color].remaining_ms or 0.0
             if elapsed_ms > rem + margin:
                 return f"{COLOR_NAMES[color]} flagged: {elapsed_ms:.0f} ms with {rem:.0f} ms left"
@@ -491,8 +530,11 @@ class GameSession:
     ) -> GameEnd | None:
         tc = self.config.time_controls[color]
         side = self._sides[color]
-        if side.remaining_ms is not None and not forced:  # book plies leave the clocks alone
+        # book plies and a first move under `first_move_timeout_ms` leave the clocks alone
+        if side.remaining_ms is not None and not forced and not self.first_move_pending(color):
             side.remaining_ms = max(0.0, side.remaining_ms - elapsed_ms) + tc.increment_ms
+        if not forced:
+            self._moved[color] = True
         outcome = self._game.push(move)
         pos = self._game.position
         uci = move_to_uci(move)
@@ -546,7 +588,7 @@ class GameSession:
             return self._end
         late = self._late(color, self.turn_elapsed_ms())
         if late and self.config.time_controls[color].kind in (TcKind.CLOCK, TcKind.MOVETIME):
-            return self.forfeit(color, EndReason.TIME_FORFEIT, late)
+            return self._timed_out(color, late)
         return None
 
     # --- restore -----------------------------------------------------------------------------

@@ -6,9 +6,11 @@ Routes::
     GET  /pieces/{wN|bQ|...}.svg            vector pieces (python-chess)
     GET  /api/info                          the engine played and the choices offered
     POST /api/games                         {"color", "tc", "strength"} -> {"game", "seat", "color"}
+    POST /api/games/{id}/rematch            {"seat"} -> a new game, same settings, colours swapped
     GET  /api/games                         finished games, newest first
     GET  /api/games/{id}                    the reveal of a finished game (409 while running)
     GET  /api/games/{id}/pgn                its PGN ([Variant "Fog of War"])
+    GET  /api/games/{id}/pgn/standard       its PGN for standard chess programs
     GET  /api/games/{id}/transcript/{color} one side's observation transcript (JSON)
     WS   /ws/games/{id}?seat=TOKEN          the human seat: `state` frames out, moves in
 
@@ -32,8 +34,9 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from caligo.agents import registry
-from caligo.agents.base import color_from_name
+from caligo.agents.base import TimeControl, color_from_name
 from caligo.agents.untrusted_json import UntrustedJsonError, loads_untrusted
+from caligo.play.pgn import standard_pgn
 from caligo.web.errors import (
     BadRequestError,
     GameRunningError,
@@ -42,12 +45,16 @@ from caligo.web.errors import (
     WebError,
 )
 from caligo.web.live import (
+    AGENT_NAMES,
     GameHub,
     GameRequest,
     WebConfig,
     encode,
+    engine_label,
     error_frame,
     parse_client_message,
+    strength_text,
+    uses_strength,
 )
 from caligo.web.pieces import piece_svg
 from caligo.web.reveal import finished_row, game_summary, reveal_payload, transcript
@@ -58,6 +65,14 @@ STATIC = Path(__file__).resolve().parent / "static"
 TIME_CONTROLS = (("1+2", "60+2"), ("3+2", "180+2"), ("5+0", "300+0"), ("Untimed", "none"))
 """(label in minutes+seconds as players say it, `TimeControl` text in seconds) pairs."""
 STRENGTHS = ("mt=0.2", "mt=1", "mt=3", "iters=1000", "iters=4000")
+ABOUT = {
+    "obscuro": "Caligo plays Obscuro, a search for Fog of War that keeps track of every position "
+    "you could be in and plans against all of them at once.",
+    "zs21": "Caligo plays ZS21, a search for Fog of War over the positions you could be in.",
+    "stockfish-pi": "Caligo guesses one position you could be in and plays Stockfish's move there.",
+    "random": "Caligo plays random legal moves: a test opponent, not a strong one.",
+}
+"""What the lobby tells a player about each engine (no option syntax, no internals)."""
 MAX_BODY_BYTES = 4096
 SEAT_CLOSE_CODE = 4403
 
@@ -116,23 +131,39 @@ def create_app(config: WebConfig) -> FastAPI:
         description = ""
         if not entry.external:
             description = registry.info(entry.name).description
+        name = AGENT_NAMES.get(entry.name, entry.label)
+        strengths = list(STRENGTHS) if uses_strength(agent) else []
         return {
             "engine": agent,
             "description": description,
+            "engine_name": engine_label(agent, TimeControl.parse(STRENGTHS[1])),
+            "about": ABOUT.get(entry.name, f"Caligo plays the engine {name}."),
             "time_controls": [{"label": label, "tc": tc} for label, tc in TIME_CONTROLS],
-            "strengths": list(STRENGTHS),
+            "strengths": strengths,
+            "strength_labels": {s: strength_text(TimeControl.parse(s)) for s in strengths},
         }
 
-    @app.post("/api/games", status_code=201)
-    async def new_game(request: Request) -> dict[str, Any]:
+    async def json_body(request: Request) -> Any:
         body = await request.body()
         if len(body) > MAX_BODY_BYTES:
             raise BadRequestError(f"request too large: {len(body)} bytes (limit {MAX_BODY_BYTES})")
         try:
-            data = loads_untrusted(body or b"{}", max_bytes=MAX_BODY_BYTES)
+            return loads_untrusted(body or b"{}", max_bytes=MAX_BODY_BYTES)
         except UntrustedJsonError as exc:
             raise BadRequestError(f"invalid JSON body: {exc}") from None
+
+    @app.post("/api/games", status_code=201)
+    async def new_game(request: Request) -> dict[str, Any]:
+        data = await json_body(request)
         live, token = await hub_of(request).create(GameRequest.from_json(data))
+        return {"game": live.game_id, "seat": token, "color": ("white", "black")[live.human]}
+
+    @app.post("/api/games/{game_id}/rematch", status_code=201)
+    async def rematch(request: Request, game_id: str) -> dict[str, Any]:
+        data = await json_body(request)
+        if not isinstance(data, dict) or set(data) != {"seat"}:
+            raise BadRequestError(f'a rematch request is {{"seat": TOKEN}}, got {data!r:.80}')
+        live, token = await hub_of(request).rematch(game_id, data["seat"])
         return {"game": live.game_id, "seat": token, "color": ("white", "black")[live.human]}
 
     @app.get("/api/games")
@@ -154,6 +185,16 @@ def create_app(config: WebConfig) -> FastAPI:
             row.pgn,
             media_type="application/x-chess-pgn",
             headers={"Content-Disposition": f'attachment; filename="caligo-{row.id}.pgn"'},
+        )
+
+    @app.get("/api/games/{game_id}/pgn/standard")
+    async def pgn_standard(request: Request, game_id: str) -> Response:
+        row = finished_row(hub_of(request).store.games, game_id)
+        name = f"caligo-{row.id}-standard.pgn"
+        return Response(
+            standard_pgn(row.pgn),
+            media_type="application/x-chess-pgn",
+            headers={"Content-Disposition": f'attachment; filename="{name}"'},
         )
 
     @app.get("/api/games/{game_id}/transcript/{color}")

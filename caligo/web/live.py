@@ -63,6 +63,7 @@ from caligo.play.storage import GameStore
 from caligo.web.errors import (
     BadRequestError,
     GameNotFoundError,
+    GameRunningError,
     SeatError,
     WebConfigError,
     WebError,
@@ -81,6 +82,35 @@ LAG_MARGIN_MS = 250
 """Grace added to a clock before the flag falls (network lag, as chess.com allows)."""
 HUMAN_NAME = "Human"
 DEFAULT_STRENGTH = TimeControl(TcKind.MOVETIME, movetime_ms=1000)
+FIRST_MOVE_MS = 30_000
+"""Time each side has for its first move in a timed game before the game is aborted (lichess's
+and chess.com's rule: a side's clock starts only after its first move)."""
+AGENT_NAMES = {"obscuro": "Obscuro", "zs21": "ZS21", "stockfish-pi": "Stockfish-PI"}
+"""How the page names the registry's agents."""
+NO_BUDGET_AGENTS = frozenset({"random"})
+"""Agents that play the same at any strength: the page offers no strength and names none."""
+
+
+def uses_strength(agent: str) -> bool:
+    """Whether the engine `agent` (a registry spec) plays differently at different strengths."""
+    return registry.parse_spec(agent).name not in NO_BUDGET_AGENTS
+
+
+def strength_text(strength: TimeControl) -> str:
+    """A strength in words: "1 s per move", "0.2 s per move", "4,000 search steps"."""
+    if strength.kind is TcKind.ITERATIONS:
+        return f"{strength.iterations:,} search steps"
+    return f"{strength.movetime_ms / 1000:g} s per move"
+
+
+def engine_label(agent: str, strength: TimeControl) -> str:
+    """How the engine is named on the page and in game records: "Caligo (Obscuro, 1 s per
+    move)", "Caligo (random moves)" for an agent that ignores the strength."""
+    spec = registry.parse_spec(agent)
+    if spec.name in NO_BUDGET_AGENTS:
+        return f"Caligo ({spec.name} moves)"
+    name = AGENT_NAMES.get(spec.name, spec.label)
+    return f"Caligo ({name}, {strength_text(strength)})"
 
 
 class ColorChoice(Enum):
@@ -102,9 +132,16 @@ class WebConfig:
     max_message_bytes: int = 4096
     seed: int | None = None
     """Seeds games deterministically (tests); None draws them from the OS."""
+    first_move_ms: int = FIRST_MOVE_MS
+    """A timed game whose side to move makes no first move within this time is aborted."""
 
     def __post_init__(self) -> None:
-        if self.max_searches < 1 or self.max_live_games < 1 or self.max_message_bytes < 64:
+        if (
+            self.max_searches < 1
+            or self.max_live_games < 1
+            or self.max_message_bytes < 64
+            or self.first_move_ms < 1
+        ):
             raise WebConfigError(f"invalid web config: {self!r}")
         registry.parse_spec(self.agent)  # raises AgentSpecError quoting it
 
@@ -334,13 +371,21 @@ class LiveGame:
         tc = self.session.config.time_controls[self.human]
         if tc.kind is not TcKind.CLOCK:
             return None
-        mover = self.session.to_move
-        white, black = self._final_clocks or (self.session.clock_ms(0), self.session.clock_ms(1))
+        session = self.session
+        mover = session.to_move
+        white, black = self._final_clocks or (session.clock_ms(0), session.clock_ms(1))
+        first = False
+        first_ms = None
+        if mover is not None and session.first_move_pending(mover):
+            first = True
+            window = session.config.first_move_timeout_ms[mover]
+            first_ms = max(0, round(window - session.turn_elapsed_ms()))
         return {
             "white": white,
             "black": black,
-            "running": None if mover is None else COLOR_NAMES[mover],
+            "running": None if mover is None or first else COLOR_NAMES[mover],
             "increment_ms": tc.increment_ms,
+            "first_move_ms": first_ms,
         }
 
     def _snapshot(self) -> tuple[int | None, int | None]:
@@ -485,8 +530,11 @@ class LiveGame:
         mover = self.session.to_move
         if mover is None or self.session.config.time_controls[mover].kind is not TcKind.CLOCK:
             return
-        left = self.session.clock_ms(mover) or 0
-        delay = (left + self.session.config.timemargin_ms) / 1000.0 + 0.02
+        if self.session.first_move_pending(mover):  # aborted if the first move does not come
+            left = self.session.config.first_move_timeout_ms[mover] - self.session.turn_elapsed_ms()
+        else:
+            left = self.session.clock_ms(mover) or 0
+        delay = max(0.0, left + self.session.config.timemargin_ms) / 1000.0 + 0.02
         loop = asyncio.get_running_loop()
         self._flag = loop.call_later(delay, lambda: self._spawn(self._check_flag()))
 
@@ -677,8 +725,8 @@ class GameHub:
             del self.live[live.game_id]
 
     def engine_name(self, strength: TimeControl) -> str:
-        """How the engine is named in game records: "Caligo (random, mt=1)"."""
-        return f"Caligo ({self.config.agent}, {strength})"
+        """How the engine is named in game records (`engine_label`)."""
+        return engine_label(self.config.agent, strength)
 
     async def create(self, request: GameRequest) -> tuple[LiveGame, str]:
         """Start a new game; return it and the human's seat token."""
@@ -696,6 +744,11 @@ class GameHub:
         token = secrets.token_urlsafe(24)
         names = [HUMAN_NAME, HUMAN_NAME]
         names[1 - human] = self.engine_name(request.strength)
+        # both clocks start after their side's first move; the engine's first move may wait
+        # for a cold start (compiling its kernels), so it has its whole clock for it, as before
+        first_move = [self.config.first_move_ms, self.config.first_move_ms]
+        initial = request.time_control.initial_ms
+        first_move[1 - human] = max(initial, self.config.first_move_ms)
         config = SessionConfig(
             game_id=game_id,
             time_controls=(request.time_control, request.time_control),
@@ -703,6 +756,7 @@ class GameHub:
             names=(names[0], names[1]),
             timemargin_ms=LAG_MARGIN_MS,
             move_timeout_ms=UNTIMED_MOVE_TIMEOUT_MS,
+            first_move_timeout_ms=(first_move[0], first_move[1]),
         )
         agent = await anyio.to_thread.run_sync(registry.create, self.config.agent)
         meta = WebGameMeta(game_id, human, self.config.agent, request.strength)
@@ -713,6 +767,26 @@ class GameHub:
         await live.start()
         log.info("game %s: human %s vs %s", game_id, COLOR_NAMES[human], names[1 - human])
         return live, token
+
+    async def rematch(self, game_id: str, token: Any) -> tuple[LiveGame, str]:
+        """A new game with the settings of finished game `game_id`, colours swapped.
+
+        `token` must be the human seat of `game_id` (SeatError); the game must be a web game
+        (GameNotFoundError) and over (GameRunningError).
+        """
+        if not isinstance(token, str):
+            raise SeatError(f"a rematch needs the game's seat token, got {_short(token)}")
+        self.check_seat(game_id, token)
+        meta = self.store.meta(game_id)
+        if meta is None:
+            raise GameNotFoundError(f"no web game {game_id!r}")
+        row = self.store.games.game(game_id)
+        if not row.finished:
+            raise GameRunningError(f"game {game_id!r} is still running: no rematch yet")
+        config = SessionConfig.from_dict(json.loads(row.config))
+        color = ColorChoice.BLACK if meta.human == 0 else ColorChoice.WHITE
+        request = GameRequest(color, config.time_controls[meta.human], meta.strength)
+        return await self.create(request)
 
     def check_seat(self, game_id: str, token: str | None) -> None:
         """Raise SeatError unless `token` is the human seat of `game_id`."""
@@ -783,6 +857,9 @@ __all__ = [
     "WebGameMeta",
     "WebStore",
     "encode",
+    "engine_label",
     "error_frame",
     "parse_client_message",
+    "strength_text",
+    "uses_strength",
 ]

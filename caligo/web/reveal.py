@@ -5,7 +5,9 @@ refuses a running game): for every ply the true move and SAN, the true FEN after
 from the start FEN with `caligo.fow.game.Game`), White's and Black's views as they were shown
 (`caligo.fow.view.view_data` of the stored dark FENs, with each side's own-last-move and lost-
 square hints), the clocks, the mover's think time and the engine's diagnostics (policy, value,
-info). This is Mistboard's rule: "public only after terminal state".
+info, with the policy's moves in SAN). This is Mistboard's rule: "public only after terminal
+state". `standard` says how many plies a standard chess program reads (`caligo.play.pgn.
+standard_cut`), so the page can say where the PGN stops for them.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ from typing import Any
 
 from caligo.agents.base import COLOR_NAMES
 from caligo.fow.game import Game
+from caligo.fow.notation import move_to_san
 from caligo.fow.observation import Observation, observe, parse_dark_fen
-from caligo.fow.position import BLACK, WHITE, from_fen
+from caligo.fow.position import BLACK, WHITE, from_fen, move_to_uci
 from caligo.fow.transcript import Transcript, TranscriptEntry
 from caligo.fow.view import view_data
 from caligo.play.errors import StorageError
+from caligo.play.pgn import standard_cut
 from caligo.play.storage import GameRow, GameStore
 from caligo.web.errors import GameNotFoundError, GameRunningError
 
@@ -37,14 +41,15 @@ def finished_row(store: GameStore, game_id: str) -> GameRow:
     return row
 
 
-def _diagnostics(info: dict[str, Any]) -> dict[str, Any] | None:
+def _diagnostics(info: dict[str, Any], sans: dict[str, str]) -> dict[str, Any] | None:
+    """The engine's analysis of one ply; `sans` maps the mover's legal moves to SAN."""
     if not info:
         return None
     out: dict[str, Any] = {}
     policy = info.get("policy")
     if isinstance(policy, dict) and policy:
         top = sorted(policy.items(), key=lambda kv: (-kv[1], kv[0]))[:POLICY_TOP]
-        out["policy"] = [[uci, p] for uci, p in top]
+        out["policy"] = [[uci, p, sans.get(uci, uci)] for uci, p in top]
         out["policy_size"] = len(policy)
     if "value" in info:
         out["value"] = info["value"]
@@ -89,6 +94,10 @@ def reveal_payload(store: GameStore, game_id: str, human: int | None = None) -> 
     out_plies = []
     for p in plies:
         mover = game.turn
+        sans: dict[str, str] = {}
+        if p.engine_info:
+            pos = game.position
+            sans = {move_to_uci(m): move_to_san(pos, m) for m in game.legal_moves()}
         game.push_uci(p.move_uci)
         obs = (parse_dark_fen(WHITE, p.obs_white), parse_dark_fen(BLACK, p.obs_black))
         out_plies.append(
@@ -102,7 +111,7 @@ def reveal_payload(store: GameStore, game_id: str, human: int | None = None) -> 
                 "black": sides[BLACK].add(mover, p.move_uci, obs[BLACK]),
                 "clocks": [p.ms_white, p.ms_black],
                 "elapsed_ms": p.elapsed_ms,
-                "engine": _diagnostics(p.engine_info),
+                "engine": _diagnostics(p.engine_info, sans),
             }
         )
     return {
@@ -116,7 +125,13 @@ def reveal_payload(store: GameStore, game_id: str, human: int | None = None) -> 
             "black": _board(view_data(sides[BLACK].initial)),
         },
         "plies": out_plies,
+        "standard": _standard(row.start_fen, [p.move_uci for p in plies]),
     }
+
+
+def _standard(start_fen: str, ucis: list[str]) -> dict[str, Any]:
+    cut = standard_cut(start_fen, ucis)
+    return {"plies": cut.plies, "first": cut.first}
 
 
 def transcript(store: GameStore, game_id: str, color: int) -> Transcript:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 
 from caligo.agents.base import Decision, TimeControl
 from caligo.agents.protocol import Force, GameOver, Go, NewGame, Observe, encode
@@ -84,10 +85,17 @@ def _white_view(game: Game, uci: str) -> object:
     return view
 
 
-def messages(moves: list[str], seat: int) -> tuple[list[bytes], GameSession]:
+def messages(
+    moves: list[str], seat: int, first_move_ms: int = 0
+) -> tuple[list[bytes], GameSession]:
     """Play `moves` through a session; return every message `seat` receives, as bytes."""
     now = FakeTime()
-    config = SessionConfig("twin", time_controls=(CLOCK, CLOCK), seeds=(11, 22))
+    config = SessionConfig(
+        "twin",
+        time_controls=(CLOCK, CLOCK),
+        seeds=(11, 22),
+        first_move_timeout_ms=(first_move_ms, first_move_ms),
+    )
     session = GameSession(config, now=now)
     sent = -1
     out: list[bytes] = []
@@ -103,15 +111,16 @@ def messages(moves: list[str], seat: int) -> tuple[list[bytes], GameSession]:
     return out, session
 
 
-def test_same_transcript_gives_byte_identical_messages() -> None:
+@pytest.mark.parametrize("first_move_ms", [0, 30_000], ids=["clocks-from-ply-1", "web-first-move"])
+def test_same_transcript_gives_byte_identical_messages(first_move_ms: int) -> None:
     differing = 0
     for seed in range(4 if SHORT else 12):
         ma, mb = twin_histories(seed)
         if ma == mb:
             continue
         differing += 1
-        white_a, sa = messages(ma, WHITE)
-        white_b, sb = messages(mb, WHITE)
+        white_a, sa = messages(ma, WHITE, first_move_ms)
+        white_b, sb = messages(mb, WHITE, first_move_ms)
         assert white_a == white_b, f"seed {seed}: white's messages differ"
         assert sa.transcript(WHITE) == sb.transcript(WHITE)
         # the histories really differ: other true positions, other messages to Black
@@ -119,8 +128,8 @@ def test_same_transcript_gives_byte_identical_messages() -> None:
             not np.array_equal(p, q)
             for p, q in zip(sa.game.positions, sb.game.positions, strict=False)
         )
-        black_a, _ = messages(ma, BLACK)
-        black_b, _ = messages(mb, BLACK)
+        black_a, _ = messages(ma, BLACK, first_move_ms)
+        black_b, _ = messages(mb, BLACK, first_move_ms)
         assert black_a != black_b
         # diagnostics (the "secret" info) never reach a seat during the game
         assert not any(b"secret" in m for m in white_a + black_a)

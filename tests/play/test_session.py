@@ -106,6 +106,70 @@ def test_check_flag_for_async_drivers() -> None:
     assert end is not None and end.reason is EndReason.TIME_FORFEIT and end.winner == BLACK
 
 
+def test_first_move_rule_clock_starts_after_each_sides_first_move() -> None:
+    """lichess's and chess.com's opening rule (`first_move_timeout_ms`): a side's first move is
+    free on its clock and earns no increment; its clock runs from its second move on."""
+    now = FakeTime()
+    tc = TimeControl.parse("60+2")
+    cfg = SessionConfig("fm", time_controls=(tc, tc), first_move_timeout_ms=(30_000, 30_000))
+    s = GameSession(cfg, now=now)
+    assert s.first_move_pending(WHITE) and s.first_move_pending(BLACK)
+    now.t = 20.0  # white takes 20 s over its first move: the clock does not run
+    assert s.clock_ms(WHITE) == 60_000
+    assert s.deadline_ms(WHITE) == 30_000
+    assert s.check_flag() is None
+    s.play(WHITE, code(s, "e2e4"))
+    assert s.clock_ms(WHITE) == 60_000 and not s.first_move_pending(WHITE)
+    seat = s.seat(BLACK)
+    assert seat.clock is not None and seat.clock.remaining_ms == 60_000
+    assert seat.clock.deadline_ms == 30_000  # the first-move window, not the clock
+    now.t += 5.0
+    s.play(BLACK, code(s, "e7e5"))
+    assert s.clock_ms(BLACK) == 60_000
+    now.t += 3.0  # white's second move: 60 - 3 + 2
+    assert s.clock_ms(WHITE) == 57_000
+    s.play(WHITE, code(s, "g1f3"))
+    assert s.clock_ms(WHITE) == 59_000
+    assert [p.clocks_after for p in s.plies] == [(60_000, 60_000)] * 2 + [(59_000, 60_000)]
+    plies = [(p.uci, p.elapsed_ms) for p in s.plies]
+    assert GameSession.replay(cfg, plies).clock_ms(WHITE) == 59_000  # the same after a restart
+    assert SessionConfig.from_dict(cfg.to_dict()) == cfg
+    old = cfg.to_dict()
+    del old["first_move_timeout_ms"]  # configs stored before the rule: off
+    assert SessionConfig.from_dict(old).first_move_timeout_ms == (0, 0)
+
+
+def test_no_first_move_in_time_aborts_the_game() -> None:
+    now = FakeTime()
+    tc = TimeControl.parse("60+0")
+    cfg = SessionConfig("ab", time_controls=(tc, tc), first_move_timeout_ms=(10_000, 10_000))
+    s = GameSession(cfg, now=now)
+    now.t = 9.9
+    assert s.check_flag() is None
+    now.t = 10.1
+    end = s.check_flag()
+    assert end is not None and end.reason is EndReason.ABORTED and end.result == "*"
+    assert end.winner is None and "no first move" in end.detail
+    # black's first move is late too: aborted, and the late move is not played
+    s = GameSession(cfg, now=now)
+    s.play(WHITE, code(s, "e2e4"))
+    now.t += 11.0
+    end = s.play(BLACK, code(s, "e7e5"))
+    assert end is not None and end.reason is EndReason.ABORTED and s.ply == 1
+    # untimed sides and the default (matches) keep their rules: no abort, clocks from ply 1
+    s = GameSession(SessionConfig("u", first_move_timeout_ms=(10_000, 10_000)), now=now)
+    now.t += 20.0
+    assert s.check_flag() is None and not s.first_move_pending(WHITE)
+    s = GameSession(SessionConfig("d", time_controls=(tc, tc)), now=now)
+    now.t += 5.0
+    assert s.clock_ms(WHITE) == 55_000 and not s.first_move_pending(WHITE)
+    # per colour: here only White has the rule; Black's clock runs from its first move
+    s = GameSession(SessionConfig("p", time_controls=(tc, tc), first_move_timeout_ms=(10_000, 0)))
+    assert s.first_move_pending(WHITE) and not s.first_move_pending(BLACK)
+    with pytest.raises(SessionError):
+        SessionConfig("bad", first_move_timeout_ms=(-1, 0))
+
+
 def test_illegal_moves_turns_and_forfeits() -> None:
     s = GameSession(SessionConfig("i"))
     e2e5 = 12 | (36 << 6)  # a pawn jumping three squares: a code outside the legal set

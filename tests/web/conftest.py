@@ -27,15 +27,25 @@ _STARTUP_S = 60.0
 class Server:
     """`caligo web serve` in a subprocess on a free loopback port (or a given one)."""
 
-    def __init__(self, db: Path, port: int = 0, seed: int = 1, agent: str = "random") -> None:
+    def __init__(
+        self,
+        db: Path,
+        port: int = 0,
+        seed: int = 1,
+        agent: str = "random",
+        first_move_seconds: float | None = None,
+    ) -> None:
         self.db, self.seed, self.agent = db, seed, agent
+        self.first_move_seconds = first_move_seconds
         self.port = port
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
         self.start()
 
     def start(self) -> None:
-        cmd = serve_argv(self.db, self.port, self.agent, self.seed)
+        cmd = serve_argv(
+            self.db, self.port, self.agent, self.seed, first_move_seconds=self.first_move_seconds
+        )
         self.proc = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
         )

@@ -46,7 +46,7 @@ VIEW_KEYS = {
     "en_passant",
     "hints",
 }
-CLOCK_KEYS = {"white", "black", "running", "increment_ms"}
+CLOCK_KEYS = {"white", "black", "running", "increment_ms", "first_move_ms"}
 
 
 def random_game(seed: int, max_plies: int = 160) -> list[str]:

@@ -10,6 +10,7 @@ Expected values and their sources:
 
 from __future__ import annotations
 
+import io
 import json
 import random
 import time
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import chess
+import chess.pgn
 import chess.svg
 import pytest
 from fastapi.testclient import TestClient
@@ -28,7 +30,7 @@ from caligo.agents.registry import AgentSpecError
 from caligo.agents.timing import strength_clock
 from caligo.fow.notation import read_pgn
 from caligo.fow.observation import observe
-from caligo.fow.position import BLACK, WHITE, move_to_uci
+from caligo.fow.position import BLACK, WHITE, move_to_uci, to_fen
 from caligo.fow.transcript import Transcript
 from caligo.fow.view import view_data
 from caligo.web import WebConfig, create_app
@@ -135,6 +137,7 @@ def test_nothing_is_revealed_while_the_game_runs(client: TestClient) -> None:
     for path in (
         f"/api/games/{gid}",
         f"/api/games/{gid}/pgn",
+        f"/api/games/{gid}/pgn/standard",
         f"/api/games/{gid}/transcript/white",
     ):
         r = client.get(path)
@@ -256,18 +259,29 @@ def test_resign_and_abort(client: TestClient) -> None:
 
 
 def test_clock_runs_with_increment(client: TestClient) -> None:
+    """Each side's clock starts after its own first move (lichess's and chess.com's rule), then
+    runs on its turns with the increment added after each move."""
     game = new_game(client, "white", tc="60+2")
     with client.websocket_connect(ws_url(game)) as ws:
         start = recv(ws)
         clocks = start["clocks"]
-        assert clocks["running"] == "white" and clocks["increment_ms"] == 2000
-        assert 58_000 < clocks["white"] <= 60_000 and clocks["black"] == 60_000
-        t0 = time.monotonic()
-        time.sleep(0.3)
+        assert clocks["running"] is None and clocks["increment_ms"] == 2000
+        assert clocks["white"] == clocks["black"] == 60_000
+        assert 29_000 < clocks["first_move_ms"] <= 30_000
+        time.sleep(0.2)
         ws.send_text(json.dumps({"type": "move", "uci": "e2e4", "ply": 0}))
         after = recv(ws)
+        assert after["clocks"]["white"] == 60_000  # the first move is free, without increment
+        assert after["clocks"]["running"] is None  # and so is the engine's first move
+        engine = recv(ws)
+        assert engine["clocks"]["running"] == "white" and engine["clocks"]["first_move_ms"] is None
+        assert engine["clocks"]["black"] == 60_000
+        t0 = time.monotonic()
+        time.sleep(0.3)
+        ws.send_text(json.dumps({"type": "move", "uci": "d2d4", "ply": 2}))
+        after = recv(ws)
         waited = (time.monotonic() - t0) * 1000
-        spent = start["clocks"]["white"] - (after["clocks"]["white"] - 2000)
+        spent = 60_000 - (after["clocks"]["white"] - 2000)
         assert 300 <= spent <= waited + 50
         assert after["clocks"]["running"] == "black"
         engine = recv(ws)
@@ -278,13 +292,34 @@ def test_clock_runs_with_increment(client: TestClient) -> None:
 def test_the_flag_falls(client: TestClient) -> None:
     game = new_game(client, "white", tc="1+0")
     with client.websocket_connect(ws_url(game)) as ws:
-        t0 = time.monotonic()
         assert recv(ws)["status"] == "playing"
+        ws.send_text(json.dumps({"type": "move", "uci": "e2e4", "ply": 0}))  # the clock starts
+        assert recv(ws)["ply"] == 1
+        t0 = time.monotonic()
+        assert recv(ws)["your_turn"]
         end = recv(ws)  # the server's flag timer ends the game; the client does nothing
         assert time.monotonic() - t0 < 3.0
         assert end["end"] == {"result": "0-1", "termination": "time forfeit", "winner": "black"}
         assert end["clocks"]["white"] == 0
         assert "flagged" in end["detail"]
+
+
+@pytest.mark.parametrize("color", ["white", "black"])
+def test_no_first_move_aborts_the_game(tmp_path: Path, color: str) -> None:
+    """A player who never makes a first move has the game aborted (not lost on time), after
+    the first-move timeout; the clocks never ran."""
+    with _client(tmp_path / "g.sqlite", first_move_ms=400) as c:
+        game = new_game(c, color, tc="60+0")
+        with c.websocket_connect(ws_url(game)) as ws:
+            f = recv(ws)
+            while f["status"] == "playing":
+                assert f["clocks"]["running"] is None and f["clocks"]["first_move_ms"] <= 400
+                f = recv(ws)  # the engine's first move (as White), then the abort
+        assert f["end"] == {"result": "*", "termination": "aborted", "winner": None}
+        assert f["clocks"]["white"] == f["clocks"]["black"] == 60_000
+        assert f"{color} made no first move within 400 ms" in f["detail"]
+        reveal = c.get(f"/api/games/{game['game']}").json()
+        assert reveal["result"] == "*" and len(reveal["plies"]) == (color == "black")
 
 
 def test_an_engine_crash_loses_and_the_server_goes_on(tmp_path: Path) -> None:
@@ -345,9 +380,80 @@ def test_diagnostics_reach_the_browser_only_after_the_game(tmp_path: Path) -> No
             p["engine"]["info"]["secret_marker"] == "DIAG-7f3a" for p in engine_plies
         )
         assert all(p["engine"]["value"] == 0.123456 for p in engine_plies)
+        positions = replay_pgn(c.get(f"/api/games/{game['game']}/pgn").text)
+        named = 0
+        for p, pos in zip(reveal["plies"], positions, strict=False):
+            for uci, _, san in (p["engine"] or {}).get("policy", []):  # top moves, in SAN
+                board, move = chess.Board(to_fen(pos)), chess.Move.from_uci(uci)
+                if board.is_legal(move):  # python-chess reads the SAN as the same move
+                    assert board.parse_san(san) == move
+                    named += 1
+        assert named > 0
         assert all(p["engine"] is None for p in reveal["plies"] if p["mover"] == "white")
         pgn = c.get(f"/api/games/{game['game']}/pgn").text
         assert "P=17264" in pgn  # per-move comments written after the game
+
+
+def test_rematch_same_settings_colours_swapped(client: TestClient) -> None:
+    game = new_game(client, "white", tc="180+2", strength="mt=0.05")
+    body = {"seat": game["seat"]}
+    r = client.post(f"/api/games/{game['game']}/rematch", json=body)
+    assert r.status_code == 409 and "still running" in r.json()["error"]
+    with client.websocket_connect(ws_url(game)) as ws:
+        recv(ws)
+        ws.send_text('{"type": "resign"}')
+        assert recv(ws)["status"] == "over"
+    for bad, status in (
+        ({"seat": "not-a-token"}, 403),
+        ({"seat": 42}, 403),
+        ({"seat": game["seat"], "x": 1}, 400),
+        ([game["seat"]], 400),
+    ):
+        r = client.post(f"/api/games/{game['game']}/rematch", json=bad)
+        assert r.status_code == status, (bad, r.text)
+    r = client.post(f"/api/games/{game['game']}/rematch", content=b"{" + b" " * 5000 + b"}")
+    assert r.status_code == 400 and "too large" in r.json()["error"]
+    other = new_game(client, "black")  # a seat of another game holds no seat in this one
+    r = client.post(f"/api/games/{game['game']}/rematch", json={"seat": other["seat"]})
+    assert r.status_code == 403
+    r = client.post(f"/api/games/{game['game']}/rematch", json=body)
+    assert r.status_code == 201, r.text
+    again = r.json()
+    assert again["color"] == "black" and again["game"] != game["game"]
+    with client.websocket_connect(ws_url(again)) as ws:
+        f = recv(ws)
+        assert f["color"] == "black" and f["tc"] == "180+2"
+        assert f["opponent"] == "Caligo (random moves)"
+        ws.send_text('{"type": "abort"}')
+        while f["status"] != "over":
+            f = recv(ws)
+    names = {g["id"]: (g["white"], g["black"]) for g in client.get("/api/games").json()}
+    assert names[again["game"]] == ("Caligo (random moves)", "Human")
+    assert names[game["game"]] == ("Human", "Caligo (random moves)")
+
+
+def test_standard_pgn_reads_in_python_chess(client: TestClient) -> None:
+    """The second PGN: python-chess reads every move in it without an error, and they are the
+    game's moves up to the first one python-chess's rules refuse (the reveal says which)."""
+    game = new_game(client, "white")
+    frames: list[dict[str, Any]] = []
+    with client.websocket_connect(ws_url(game)) as ws:
+        play_out(ws, random.Random(3), frames)
+    gid = game["game"]
+    reveal = client.get(f"/api/games/{gid}").json()
+    moves = [p["uci"] for p in reveal["plies"]]
+    r = client.get(f"/api/games/{gid}/pgn/standard")
+    assert r.status_code == 200 and "standard.pgn" in r.headers["content-disposition"]
+    std = chess.pgn.read_game(io.StringIO(r.text))
+    assert std is not None and std.errors == []
+    written = [m.uci() for m in std.mainline_moves()]
+    assert written == moves[: len(written)] and len(written) == reveal["standard"]["plies"]
+    board = std.end().board()
+    if len(written) < len(moves):
+        assert not board.is_legal(chess.Move.from_uci(moves[len(written)]))
+        assert reveal["standard"]["first"] in std.headers["FogOfWar"]
+    assert std.headers["Result"] == reveal["result"]
+    assert client.get("/api/games/nope/pgn/standard").status_code == 404
 
 
 def test_a_game_survives_a_restart(tmp_path: Path) -> None:
@@ -398,6 +504,18 @@ def test_page_and_pieces(client: TestClient) -> None:
     info = client.get("/api/info").json()
     assert info["engine"] == "random"
     assert {"label": "3+2", "tc": "180+2"} in info["time_controls"]
+    # what the lobby shows a player: no strength for a random mover, no option syntax
+    assert info["strengths"] == [] and info["engine_name"] == "Caligo (random moves)"
+    assert "random legal moves" in info["about"] and "=" not in info["about"]
+
+
+def test_lobby_info_of_an_engine_with_strengths(tmp_path: Path) -> None:
+    with _client(tmp_path / "g.sqlite", agent="test-diag") as c:
+        info = c.get("/api/info").json()
+    assert info["strengths"] == ["mt=0.2", "mt=1", "mt=3", "iters=1000", "iters=4000"]
+    assert info["strength_labels"]["iters=4000"] == "4,000 search steps"
+    assert info["strength_labels"]["mt=0.2"] == "0.2 s per move"
+    assert info["engine_name"] == "Caligo (test-diag, 1 s per move)"
 
 
 def test_idle_games_are_unloaded_and_resume(tmp_path: Path) -> None:

@@ -81,6 +81,10 @@ class Player:
         frm, to = uci[0:2], uci[2:4]
         fog = self.dom("#board .sq.fog")
         assert fog == sorted(state["view"]["fog"])  # the board draws the frame's fog exactly
+        assert self.dom("#board .sq.fog.last") == []  # a fogged square is never tinted as seen
+        hint = state["view"]["hints"]["own_last_move"]
+        fogged_last = sorted({hint[0:2], hint[2:4]} & set(fog)) if hint else []
+        assert self.dom("#board .sq.last-fog") == fogged_last
         self.fog_checked += 1
         if self.drag:
             x, y = self.center(frm)
@@ -129,6 +133,57 @@ def record_frames(page: Any) -> list[str]:
     return frames
 
 
+def record_events(page: Any) -> list[tuple[str, str]]:
+    """Everything the page exchanges, in order: ("recv", frame), ("sent", frame), ("get", url)."""
+    events: list[tuple[str, str]] = []
+
+    def on_socket(ws: Any) -> None:
+        ws.on("framereceived", lambda payload: events.append(("recv", payload)))
+        ws.on("framesent", lambda payload: events.append(("sent", payload)))
+
+    page.on("websocket", on_socket)
+    page.on("request", lambda request: events.append(("get", request.url)))
+    return events
+
+
+def check_reveal_after_end(events: list[tuple[str, str]], gid: str) -> int:
+    """The page asks for the true game (the reveal, the PGN) only after a frame said the game
+    is over; return how many such requests it made."""
+    over = False
+    asked = 0
+    for kind, payload in events:
+        if kind == "recv" and json.loads(payload).get("status") == "over":
+            over = True
+        if kind == "get" and f"/api/games/{gid}" in payload:
+            assert over, payload
+            asked += 1
+    return asked
+
+
+def check_sent(events: list[tuple[str, str]]) -> int:
+    """Every frame the page sends is a plain request; a move is sent only on the player's turn,
+    for the ply of the last frame received (a premove leaves the page as nothing else); return
+    how many moves were sent."""
+    last: dict[str, Any] | None = None
+    moves = 0
+    for kind, payload in events:
+        if kind == "recv":
+            frame = json.loads(payload)
+            if frame["type"] == "state":
+                last = frame
+        elif kind == "sent":
+            msg = json.loads(payload)
+            assert msg["type"] in ("move", "sync", "resign", "abort"), msg
+            if msg["type"] == "move":
+                assert set(msg) == {"type", "uci", "ply"}, msg
+                assert last is not None and last["your_turn"] and last["status"] == "playing"
+                assert msg["ply"] == last["ply"] and msg["uci"] in last["view"]["legal_moves"]
+                moves += 1
+            else:
+                assert set(msg) == {"type"}, msg
+    return moves
+
+
 def new_page(browser: Any) -> Any:
     context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
     page = context.new_page()
@@ -143,7 +198,8 @@ def start_game(page: Any, url: str, color: str, tc: str) -> None:
     page.wait_for_selector("#tc-choices button")
     page.click(f"#color-choices [data-color={color}]")
     page.click(f"#tc-choices [data-tc='{tc}']")
-    page.click("#strength-choices [data-strength='mt=0.2']")
+    if page.is_visible("#strength-field"):  # not offered against a random mover
+        page.click("#strength-choices [data-strength='mt=0.2']")
     page.click("#start")
     page.wait_for_selector("#board .sq[data-piece]")
 
@@ -195,6 +251,45 @@ def check_wire(frames: list[str], color: str, positions: list[Any], moves: list[
     return checked
 
 
+def check_end_board(
+    page: Any, state: dict[str, Any], positions: list[Any], moves: list[str], color: str
+) -> None:
+    """The end screen: the whole true board (python-chess's reading of the replayed FEN), the
+    king's capture marked on its from/to squares, a readable message; then the moves stepped
+    with the arrow keys on the same page."""
+    n = len(moves)
+    assert dom_pieces(page, "board") == chess_pieces(to_fen(positions[n]))
+    assert page.eval_on_selector_all("#board .sq.fog", "els => els.length") == 0
+    end = state["end"]
+    text = page.inner_text("#result-text")
+    if end["termination"] == "king capture":
+        marked = [
+            page.eval_on_selector_all(f"#board .sq.{cls}", "els => els.map(e => e.dataset.square)")
+            for cls in ("capture-from", "capture-to")
+        ]
+        assert marked == [[moves[-1][0:2]], [moves[-1][2:4]]]
+        loser = "black" if end["winner"] == "white" else "white"
+        expected = (
+            "Your king was captured"
+            if loser == color
+            else f"You captured {loser.capitalize()}'s king"
+        )
+        assert text.startswith(expected), text
+    assert not re.search(r"\d ms\b", text) and "flagged" not in text
+    page.click("#result-close")
+    page.keyboard.press("ArrowLeft")
+    assert dom_pieces(page, "board") == chess_pieces(to_fen(positions[n - 1]))
+    page.click("#st-first")
+    assert dom_pieces(page, "board") == chess_pieces(to_fen(positions[0]))
+    page.keyboard.press("End")
+    assert dom_pieces(page, "board") == chess_pieces(to_fen(positions[n]))
+    page.click("#st-view")  # what the player saw at the end
+    side = WHITE if color == "white" else BLACK
+    fog = page.eval_on_selector_all("#board .sq.fog", "els => els.map(e => e.dataset.square)")
+    assert sorted(fog) == sorted(view_data(observe(positions[n], side))["fog"])
+    page.click("#st-view")
+
+
 def check_highlights(player: Player, positions: list[Any]) -> None:
     """The destinations shown on select are the true legal moves of the selected piece."""
     for ply, frm, dests in player.highlights:
@@ -204,7 +299,6 @@ def check_highlights(player: Player, positions: list[Any]) -> None:
 
 def review_and_download(page: Any, gid: str, positions: list[Any], shot: Path) -> str:
     """Step through the reveal with the keyboard, check all three boards, download the files."""
-    page.click("#result-review")
     page.wait_for_selector("#board-truth .sq[data-piece]")
     n = len(positions) - 1
     assert page.input_value("#rv-range") == str(n)
@@ -250,6 +344,7 @@ def test_a_whole_game_in_the_browser(
 ) -> None:
     page = new_page(browser)
     frames = record_frames(page)
+    events = record_events(page)
     start_game(page, server.url, color, tc)
     gid = page.evaluate("live.id")
     player = Player(page, color, random.Random(17 if drag else 5), drag)
@@ -274,14 +369,19 @@ def test_a_whole_game_in_the_browser(
         "Draw" if end["winner"] is None else "You won" if end["winner"] == color else "You lost"
     )
     assert title == expected
+    page.wait_for_selector("#stepper:not([hidden])")  # the reveal arrived after the end
     page.screenshot(path=str(artifacts / f"result-{color}.png"))
     gid_pgn = page.request.get(f"{server.url}api/games/{gid}/pgn").text()
     positions = replay_pgn(gid_pgn)
     moves = [move_to_uci(m) for m in read_pgn(gid_pgn).moves]
     assert len(positions) - 1 == state["ply"]
     assert check_wire(frames, color, positions, moves) >= player.fog_checked
+    assert check_reveal_after_end(events, gid) >= 1
+    assert check_sent(events) == len([m for m in state["moves"] if m["uci"]])
     check_highlights(player, positions)
     assert len(player.highlights) >= 3
+    check_end_board(page, state, positions, moves, color)
+    page.click("#after-review")
     pgn = review_and_download(page, gid, positions, artifacts / f"reveal-{color}.png")
     parsed = read_pgn(pgn)
     assert parsed.headers["Variant"] == "Fog of War"

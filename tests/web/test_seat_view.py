@@ -16,13 +16,14 @@ from __future__ import annotations
 import chess
 import pytest
 
-from caligo.agents.base import Decision
+from caligo.agents.base import Decision, TimeControl
 from caligo.fow.game import Game
 from caligo.fow.notation import move_to_san
 from caligo.fow.observation import observe
 from caligo.fow.position import BLACK, KING, WHITE, move_from_uci, move_to_uci
 from caligo.fow.view import view_data
 from caligo.play.session import GameSession, SessionConfig
+from caligo.web.live import LiveGame, WebGameMeta
 from caligo.web.seat_view import SeatTracker, own_san
 from tests.web.helpers import check_state_keys, random_game, twin_history
 
@@ -65,6 +66,61 @@ def test_frames_equal_for_two_true_histories_with_one_transcript(color: int) -> 
         if found == 3:
             break
     assert found == 3, "too few games with a twin history"
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.t = 50.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _live_frames(moves: list[str], human: int) -> list[dict]:
+    """The web app's whole frames (`LiveGame.frame`: the seat's frame plus the public clocks,
+    with the first-move fields) after every ply, each ply taking 1.5 s on a fake clock."""
+    now = _Clock()
+    tc = TimeControl.parse("60+1")
+    config = SessionConfig(
+        "g-live", time_controls=(tc, tc), names=("A", "B"), first_move_timeout_ms=(30_000, 30_000)
+    )
+    session = GameSession(config, now=now)
+    meta = WebGameMeta("g-live", human, "random", TimeControl.parse("mt=1"))
+    live = LiveGame(None, session, meta, None)  # type: ignore[arg-type]
+    frames = [live.frame()]
+    for uci in moves:
+        now.t += 1.5
+        mover = session.to_move
+        assert mover is not None
+        move = next(m for m in session.legal(mover) if move_to_uci(m) == uci)
+        decision = Decision(move, {move: 1.0}, value=0.5, info={"belief": 7, "marker": "SECRET"})
+        session.play(mover, move, decision=decision)
+        frames.append(live.frame())
+    return frames
+
+
+@pytest.mark.parametrize("color", [WHITE, BLACK])
+def test_live_frames_with_clocks_equal_for_two_true_histories(color: int) -> None:
+    """The fields the web adds to a seat's frame (both clocks, whose clock runs, the time left
+    for a first move) are the same for two true histories the seat cannot tell apart, and hold
+    nothing of the engine's analysis."""
+    found = 0
+    for seed in range(60):
+        moves = random_game(seed, max_plies=30)
+        twin = twin_history(moves, color)
+        if twin is None:
+            continue
+        frames = _live_frames(moves, color)
+        assert frames == _live_frames(twin, color)
+        for frame in frames:
+            check_state_keys(frame)
+            assert "SECRET" not in str(frame) and "belief" not in str(frame)
+        first = frames[0]["clocks"]
+        assert first["running"] is None and first["first_move_ms"] == 30_000
+        found += 1
+        if found == 2:
+            break
+    assert found == 2, "too few games with a twin history"
 
 
 @pytest.mark.parametrize("seed", SEEDS)

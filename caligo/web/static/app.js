@@ -1,16 +1,14 @@
 // Caligo web page: lobby, live game over a WebSocket, post-game review. No framework, no CDN.
 // During a game everything shown comes from the server's `state` frames, which the server builds
-// from the player's own observations; the true board appears only in the review, after the end.
+// from the player's own observations; the true board is fetched only once a frame says the game
+// is over (the server refuses it before: HTTP 409). A premove stays in this page until the
+// player's turn, and is sent then as an ordinary move only if it is legal.
 "use strict";
 
-const { Board, fenPieces, pieceImage } = window.CaligoBoard;
+const { Board, fenPieces, pieceImage, premoveMoves } = window.CaligoBoard;
 const $ = (id) => document.getElementById(id);
 
 const TC_KINDS = { "60+2": "Bullet", "180+2": "Blitz", "300+0": "Blitz" };
-const STRENGTH_LABELS = {
-  "mt=0.2": "0.2 s / move", "mt=1": "1 s / move", "mt=3": "3 s / move",
-  "iters=1000": "1,000 iterations", "iters=4000": "4,000 iterations",
-};
 const RESULT_TEXT = { "1-0": "White wins", "0-1": "Black wins", "1/2-1/2": "Draw", "*": "Aborted" };
 
 // --- seats kept in this browser --------------------------------------------------------------
@@ -46,6 +44,7 @@ function el(tag, attrs = {}, ...children) {
 
 function show(name) {
   for (const v of document.querySelectorAll("main.view")) v.hidden = v.id !== "view-" + name;
+  window.scrollTo(0, 0);  // a new page starts at its top: a game's clocks in view
 }
 
 function showError(text) {
@@ -53,10 +52,13 @@ function showError(text) {
   show("error");
 }
 
+const cap = (s) => s.charAt(0).toUpperCase() + s.slice(1);
+const other = (color) => (color === "white" ? "black" : "white");
+
 // "180+2" (seconds, as the server writes it) -> "3+2" (minutes + seconds, as players say it).
 function tcLabel(tc) {
   const m = /^(\d+(?:\.\d+)?)\+(\d+(?:\.\d+)?)$/.exec(tc || "");
-  if (!m) return tc === "none" ? "untimed" : tc;
+  if (!m) return tc === "none" || tc === "-" ? "untimed" : tc;
   const minutes = Number(m[1]) / 60;
   return (Number.isInteger(minutes) ? minutes : m[1] + "s") + "+" + m[2];
 }
@@ -70,6 +72,112 @@ function clockText(ms) {
   return m + ":" + String(ss).padStart(2, "0");
 }
 
+// 18634 -> "18,600": three significant digits, as a player reads a count.
+function roughly(n) {
+  if (n == null || !isFinite(n)) return "?";
+  n = Number(n);
+  if (Math.abs(n) < 1000) return String(Math.round(n));
+  const digits = Math.floor(Math.log10(Math.abs(n))) + 1;
+  const unit = 10 ** (digits - 3);
+  return (Math.round(n / unit) * unit).toLocaleString("en-US");
+}
+
+function seconds(ms) {
+  const s = ms / 1000;
+  return (s < 10 ? s.toFixed(1) : String(Math.round(s))) + " s";
+}
+
+// The end of a game in words. `you`: the player's colour, or null (a game between engines);
+// `names`: {white, black}; `last`: the SAN of the last move, if known.
+function endMessage(end, you, names, detail, last) {
+  const winner = end.winner;
+  const loser = winner ? other(winner) : null;
+  const who = (color) => (color === you ? "You" : you ? "Caligo" : cap(color));
+  let title = "Draw";
+  if (end.result === "*") title = "Game aborted";
+  else if (you && winner === you) title = "You won";
+  else if (you && winner) title = "You lost";
+  else if (winner) title = cap(winner) + " wins";
+  let text;
+  switch (end.termination) {
+    case "king capture":
+      if (loser === you) text = "Your king was captured";
+      else if (you) text = "You captured " + cap(loser) + "'s king";
+      else text = cap(loser) + "'s king was captured";
+      if (last) text += " (" + last + ")";
+      break;
+    case "time forfeit":
+      text = loser === you ? "You ran out of time" : who(loser) + " ran out of time";
+      break;
+    case "resignation":
+      text = who(loser) + " resigned";
+      break;
+    case "aborted": {
+      const m = /^(white|black) made no first move/.exec(detail || "");
+      if (m && m[1] === you) text = "You did not make your first move in time";
+      else if (m) text = who(m[1]) + " did not make a first move in time";
+      else text = "The game was aborted before both sides had moved";
+      break;
+    }
+    case "threefold repetition": text = "Draw by threefold repetition"; break;
+    case "fifty-move rule": text = "Draw by the fifty-move rule"; break;
+    case "no moves": text = "The side to move had no legal move"; break;
+    case "engine crash": text = who(loser) + (you ? "'s engine failed" : " failed"); break;
+    case "illegal move": text = who(loser) + " played an illegal move"; break;
+    default: text = RESULT_TEXT[end.result] + " · " + end.termination;
+  }
+  return { title, text };
+}
+
+// --- typed moves -----------------------------------------------------------------------------
+
+// The player's move from typed text: UCI ("e2e4", "e7e8q") or SAN ("Nf3", "exd5", "O-O",
+// "e8=Q"), among `candidates` (UCI). Returns {uci} or {error}. SAN is matched against the
+// player's own pieces only: piece letter, destination, optional file/rank of the origin.
+function parseMoveText(text, candidates, pieces) {
+  const raw = text.trim().replace(/[+#!?]+$/, "");
+  if (!raw) return { error: "Type a move such as e2e4 or Nf3." };
+  const pick = (list, what) => {
+    if (list.length === 1) return { uci: list[0] };
+    const queen = list.filter((u) => u.length === 5 && u[4] === "q");
+    if (queen.length === 1 && list.every((u) => u.slice(0, 4) === queen[0].slice(0, 4))) return { uci: queen[0] };
+    if (!list.length) return { error: "No such move now: " + what };
+    return { error: what + " is ambiguous: add the origin's file or rank" };
+  };
+  const low = raw.toLowerCase();
+  if (/^[a-h][1-8][a-h][1-8][qrbn]?$/.test(low)) {
+    return pick(candidates.filter((u) => u === low || (low.length === 4 && u.slice(0, 4) === low)), raw);
+  }
+  const castle = /^[o0]-?[o0](-?[o0])?$/i.exec(raw);
+  if (castle) {
+    const long = !!castle[1];
+    return pick(candidates.filter((u) => {
+      const p = pieces[u.slice(0, 2)];
+      if (!p || p.toUpperCase() !== "K" || u[0] !== "e") return false;
+      return u[2] === (long ? "c" : "g");
+    }), raw);
+  }
+  const tries = [raw];
+  if (/^[nrqk]/.test(raw)) tries.push(raw[0].toUpperCase() + raw.slice(1));  // "nf3"
+  if (/^b/.test(raw)) tries.push("B" + raw.slice(1));  // "bc4": a b-pawn or a bishop
+  for (const t of tries) {
+    const m = /^([NBRQK])?([a-h])?([1-8])?x?([a-h][1-8])(?:=?([NBRQnbrq]))?$/.exec(t);
+    if (!m) continue;
+    const [, piece, file, rank, to, promo] = m;
+    const type = piece || "P";
+    const found = candidates.filter((u) => {
+      const p = pieces[u.slice(0, 2)];
+      if (!p || p.toUpperCase() !== type || u.slice(2, 4) !== to) return false;
+      if (file && u[0] !== file) return false;
+      if (rank && u[1] !== rank) return false;
+      if (promo && u[4] !== promo.toLowerCase()) return false;
+      return true;
+    });
+    if (found.length) return pick(found, raw);
+  }
+  return { error: "No such move now: " + raw };
+}
+
 // --- sound (Web Audio tones, no files) -------------------------------------------------------
 
 const sound = {
@@ -80,7 +188,7 @@ const sound = {
     this.button();
   },
   button() {
-    $("sound").textContent = this.on() ? "♪ On" : "♪ Off";
+    $("sound").querySelector(".btn-label").textContent = this.on() ? " On" : " Off";
     $("sound").classList.toggle("off", !this.on());
   },
   play(kind) {
@@ -145,15 +253,15 @@ function gamesTable(box, games) {
   box.innerHTML = "";
   if (!games.length) { box.append(el("p", { class: "muted", text: "No finished game yet." })); return; }
   const table = el("table", { class: "game-list" });
-  table.append(el("tr", {}, el("th", { text: "Date" }), el("th", { text: "White" }),
-    el("th", { text: "Black" }), el("th", { text: "Result" }), el("th", { text: "Ending" }),
-    el("th", { text: "Time" }), el("th")));
+  table.append(el("tr", {}, el("th", { class: "date", text: "Date" }), el("th", { text: "White" }),
+    el("th", { text: "Black" }), el("th", { text: "Result" }), el("th", { class: "ending", text: "Ending" }),
+    el("th", { class: "tc", text: "Time" }), el("th")));
   for (const g of games) {
     table.append(el("tr", { "data-game": g.id },
-      el("td", { text: (g.created || "").replace("T", " ").slice(0, 16) }),
-      el("td", { text: g.white }), el("td", { text: g.black }),
-      el("td", { class: "res", text: g.result }), el("td", { text: g.termination }),
-      el("td", { text: tcLabel(g.tc) }),
+      el("td", { class: "date", text: (g.created || "").replace("T", " ").slice(0, 16) }),
+      el("td", { class: "name", text: g.white }), el("td", { class: "name", text: g.black }),
+      el("td", { class: "res", text: g.result }), el("td", { class: "ending", text: g.termination }),
+      el("td", { class: "tc", text: tcLabel(g.tc) }),
       el("td", {}, el("a", { href: "#/review/" + g.id, text: "Review" }))));
   }
   box.append(table);
@@ -167,9 +275,12 @@ async function openLobby() {
   const tcNames = {};
   for (const t of info.time_controls) tcNames[t.tc] = t.label + (TC_KINDS[t.tc] ? " · " + TC_KINDS[t.tc] : "");
   choiceButtons($("tc-choices"), info.time_controls.map((t) => t.tc), (v) => tcNames[v], "tc");
-  choiceButtons($("strength-choices"), info.strengths, (v) => STRENGTH_LABELS[v] || v, "strength");
+  const strengths = info.strengths || [];
+  $("strength-field").hidden = !strengths.length;
+  if (strengths.length && !strengths.includes(choice.strength)) choice.strength = strengths[0];
+  choiceButtons($("strength-choices"), strengths, (v) => (info.strength_labels || {})[v] || v, "strength");
   for (const b of $("color-choices").children) b.classList.toggle("on", b.dataset.color === choice.color);
-  $("engine-note").textContent = "Engine: " + info.engine + (info.description ? ": " + info.description : "");
+  $("engine-note").textContent = info.about || "";
   const current = seats.current();
   $("resume").hidden = !current;
   if (current) $("resume-btn").onclick = () => { location.hash = "#/game/" + current; };
@@ -178,18 +289,23 @@ async function openLobby() {
   gamesTable($("lobby-games"), games);
 }
 
+async function postGame(url, body) {
+  const r = await fetch(url, {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+  });
+  const data = await r.json();
+  if (!r.ok) throw new Error(data.error || r.statusText);
+  seats.put(data.game, data.seat);
+  location.hash = "#/game/" + data.game;
+}
+
 async function startGame() {
   const button = $("start");
   button.disabled = true;
   try {
-    const r = await fetch("/api/games", {
-      method: "POST", headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ color: choice.color, tc: choice.tc, strength: choice.strength }),
-    });
-    const body = await r.json();
-    if (!r.ok) throw new Error(body.error || r.statusText);
-    seats.put(body.game, body.seat);
-    location.hash = "#/game/" + body.game;
+    const body = { color: choice.color, tc: choice.tc };
+    if ((info.strengths || []).length) body.strength = choice.strength;
+    await postGame("/api/games", body);
   } catch (e) {
     $("lobby-error").textContent = "Could not start a game: " + e.message;
     $("lobby-error").hidden = false;
@@ -214,8 +330,14 @@ class LiveGame {
     this.recvAt = 0;
     this.closed = false;
     this.delay = 500;
+    this.flipped = false;
+    this.premove = null;
+    this.reveal = null;     // the finished game's reveal, fetched after the end
+    this.cursor = 0;        // the ply shown while stepping through a finished game
+    this.ownView = false;   // stepping shows what the player saw instead of the whole board
     this.board = new Board($("board"), {
       onMove: (uci) => this.move(uci),
+      onPremove: (uci) => this.setPremove(uci),
       promotion: (from, to, moves, done) => this.promote(to, moves, done),
     });
     this.timer = setInterval(() => this.tick(), 100);
@@ -223,6 +345,8 @@ class LiveGame {
     $("result").onclick = (e) => { if (e.target === $("result")) $("result").hidden = true; };
     $("promotion").hidden = true;
     $("moves").innerHTML = "";
+    $("move-input").value = "";
+    $("stepper").hidden = true;
     $("status").textContent = "Connecting…";
     this.connect();
   }
@@ -234,6 +358,7 @@ class LiveGame {
     this.ws = ws;
     ws.onopen = () => { this.delay = 500; };
     ws.onmessage = (ev) => {
+      if (this.closed) return;
       const f = JSON.parse(ev.data);
       if (f.type === "state") this.onState(f);
       else if (f.type === "error") this.onError(f);
@@ -254,15 +379,26 @@ class LiveGame {
     if (this.ws) this.ws.close();
   }
 
+  playing() {
+    return !!this.state && this.state.status === "playing";
+  }
+
   move(uci) {
     this.send({ type: "move", uci, ply: this.state.ply });
     this.setStatus("Caligo is thinking…", "thinking");
     this.pending = true;
+    this.board.set({ premovable: true });  // the next move may be queued already
   }
 
   send(msg) {
     if (this.ws && this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(msg));
     else this.toast("Not connected: the move was not sent.");
+  }
+
+  setPremove(uci) {
+    this.premove = uci;
+    if (!uci) this.board.set({ premove: null });
+    if (this.playing() && !this.state.your_turn) this.showTurn();
   }
 
   onError(f) {
@@ -289,59 +425,197 @@ class LiveGame {
     s.className = "status" + (cls ? " " + cls : "");
   }
 
+  orientation() {
+    const f = this.state;
+    return this.flipped ? other(f.color) : f.color;
+  }
+
+  flip() {
+    this.flipped = !this.flipped;
+    if (!this.state) return;
+    this.board.set({ orientation: this.orientation() });
+    this.renderBars();
+    this.promoteClose();
+  }
+
   onState(f) {
     const prev = this.state;
     this.state = f;
     this.pending = false;
     this.recvAt = performance.now();
+    const over = f.status === "over";
+    if (over) this.premove = null;
     const v = f.view;
     const hint = v.hints.own_last_move;
-    this.board.set({
-      orientation: f.color,
-      pieces: v.pieces,
-      fog: v.fog,
-      legal: f.your_turn ? v.legal_moves : [],
-      lastMove: hint ? [hint.slice(0, 2), hint.slice(2, 4)] : null,
-      lost: v.hints.lost,
-      movable: f.color === "white" ? "w" : "b",
-      interactive: f.your_turn,
-    });
-    const opp = f.color === "white" ? "black" : "white";
-    $("name-bottom").replaceChildren(el("span", { class: "dot " + f.color, title: f.color }), "You");
-    $("name-top").replaceChildren(el("span", { class: "dot " + opp, title: opp }), f.opponent);
-    this.renderMoves(f);
-    this.renderTally(f);
+    if (!this.reveal) {  // after the end, the revealed game stays on the board
+      this.board.set({
+        orientation: this.orientation(),
+        pieces: v.pieces,
+        fog: v.fog,
+        legal: f.your_turn ? v.legal_moves : [],
+        lastMove: hint ? [hint.slice(0, 2), hint.slice(2, 4)] : null,
+        lost: v.hints.lost,
+        movable: f.color === "white" ? "w" : "b",
+        interactive: f.your_turn,
+        premovable: !over && !f.your_turn,
+        premove: this.premove ? [this.premove.slice(0, 2), this.premove.slice(2, 4)] : null,
+        marks: {},
+      });
+      this.renderMoves(f);
+    }
+    this.renderBars();
     this.tick();
-    if (f.status === "over") this.onEnd(f, prev);
-    else if (f.your_turn) this.setStatus("Your move", "turn");
-    else this.setStatus("Caligo is thinking…", "thinking");
-    $("resign").hidden = f.status === "over";
-    $("after-review").hidden = $("after-new").hidden = f.status !== "over";
-    $("after-review").href = "#/review/" + this.id;
-    $("abort").hidden = f.status === "over" || f.ply >= 2;
+    if (over) {
+      this.onEnd(f, prev);
+      return;
+    }
+    this.showTurn();
+    $("resign").hidden = false;
+    $("flip").hidden = false;
+    $("move-entry").hidden = false;
+    $("after-review").hidden = $("after-new").hidden = $("after-rematch").hidden = true;
+    $("abort").hidden = f.ply >= 2;
     document.title = (f.your_turn ? "▶ Your move · " : "") + "Caligo · Fog of War";
     if (prev && f.ply > prev.ply) {
       const last = f.moves[f.moves.length - 1];
       if (last && last.san) sound.play(last.san.includes("x") ? "capture" : "move");
       else sound.play(v.hints.lost.length ? "lost" : "opponent");
     }
+    if (f.your_turn && this.premove) this.playPremove(f);
   }
 
-  onEnd(f, prev) {
+  playPremove(f) {
+    const uci = this.premove;
+    this.premove = null;
+    $("status").classList.remove("has-premove");
+    if (f.view.legal_moves.includes(uci)) {
+      this.board.play(uci);  // sent as an ordinary move of this ply
+    } else {
+      this.board.set({ premove: null });
+      this.toast("Premove " + uci + " cancelled: it is not legal now.");
+    }
+  }
+
+  showTurn() {
+    const f = this.state;
+    if (f.your_turn) {
+      const first = f.clocks && f.clocks.first_move_ms != null;
+      this.setStatus(first ? this.firstMoveText() : "Your move", "turn");
+    } else {
+      const pre = this.premove ? " · premove " + this.premove + " (click the board to cancel)" : "";
+      this.setStatus("Caligo is thinking…" + pre, "thinking");
+    }
+  }
+
+  firstMoveText() {
+    const f = this.state;
+    const left = f.clocks.first_move_ms - (performance.now() - this.recvAt);
+    return "Your first move: " + Math.max(0, Math.ceil(left / 1000)) + " s, or the game is aborted";
+  }
+
+  renderBars() {
+    const f = this.state;
+    const bottom = this.orientation();
+    for (const [pos, color] of [["bottom", bottom], ["top", other(bottom)]]) {
+      const name = color === f.color ? "You" : f.opponent;
+      $("name-" + pos).replaceChildren(el("span", { class: "dot " + color, title: color }),
+        el("span", { class: "who", text: name, title: name }));
+      $("clock-" + pos).dataset.color = color;
+    }
+    this.renderTally(f);
+  }
+
+  async onEnd(f, prev) {
     seats.done(this.id);
-    const e = f.end;
-    let title = "Draw";
-    if (e.result === "*") title = "Game aborted";
-    else if (e.winner === f.color) title = "You won";
-    else if (e.winner) title = "You lost";
-    const text = RESULT_TEXT[e.result] + " · " + e.termination + (f.detail ? " (" + f.detail + ")" : "");
-    this.setStatus(title + ": " + text, "over");
-    $("result-title").textContent = title;
-    $("result-text").textContent = text;
-    $("result-review").href = "#/review/" + this.id;
-    if (!prev || prev.status !== "over") {
-      $("result").hidden = false;
+    const first = !prev || prev.status !== "over";
+    $("resign").hidden = $("abort").hidden = true;
+    $("move-entry").hidden = true;
+    $("after-review").hidden = $("after-new").hidden = $("after-rematch").hidden = false;
+    $("after-review").href = $("result-review").href = "#/review/" + this.id;
+    const names = { [f.color]: "You", [other(f.color)]: f.opponent };
+    if (!this.endText) this.endText = endMessage(f.end, f.color, names, f.detail, null);
+    this.showEnd();
+    if (first) {
       sound.play("end");
+      $("result").hidden = false;
+    }
+    if (!this.reveal && !this.revealing) {
+      this.revealing = true;
+      // the game is over: now (and only now) the server reveals the true game
+      try {
+        const r = await fetch("/api/games/" + this.id);
+        if (r.ok && !this.closed) this.reveal = await r.json();
+      } catch (e) { /* the board stays as the player saw it */ }
+      if (!this.reveal || this.closed) return;
+      const plies = this.reveal.plies;
+      const lastSan = plies.length ? plies[plies.length - 1].san : null;
+      if (f.end.termination === "king capture") {
+        this.endText = endMessage(f.end, f.color, names, f.detail, lastSan);
+        this.showEnd();
+      }
+      $("stepper").hidden = false;  // before stepping: it takes room from the move list
+      this.renderFullMoves();
+      this.go(plies.length);
+    }
+  }
+
+  showEnd() {
+    const t = this.endText;
+    this.setStatus(t.title + ": " + t.text, "over");
+    $("result-title").textContent = t.title;
+    $("result-text").textContent = t.text;
+  }
+
+  // Step through the finished game: the true board (or what the player saw) at `ply`.
+  go(ply) {
+    const data = this.reveal;
+    if (!data) return;
+    const n = data.plies.length;
+    this.cursor = Math.max(0, Math.min(n, ply));
+    const p = this.cursor ? data.plies[this.cursor - 1] : null;
+    const marks = {};
+    let lastMove = p ? [p.uci.slice(0, 2), p.uci.slice(2, 4)] : null;
+    if (p && this.cursor === n && data.termination === "king capture") {
+      marks[p.uci.slice(0, 2)] = "capture-from";  // the piece that took the king, and where
+      marks[p.uci.slice(2, 4)] = "capture-to";
+      lastMove = null;
+    }
+    const you = this.state.color;
+    if (this.ownView) {
+      const v = p ? p[you] : data.initial[you];
+      const hint = v.hints.own_last_move;
+      this.board.set({ pieces: v.pieces, fog: v.fog, lost: v.hints.lost, marks: {},
+                       lastMove: hint ? [hint.slice(0, 2), hint.slice(2, 4)] : null });
+    } else {
+      this.board.set({ pieces: fenPieces(p ? p.fen : data.initial.fen), fog: [], lost: [],
+                       lastMove, marks });
+    }
+    for (const m of document.querySelectorAll("#moves .m")) {
+      m.classList.toggle("current", Number(m.dataset.ply) === this.cursor);
+    }
+    const cur = document.querySelector("#moves .m.current");
+    if (cur) cur.scrollIntoView({ block: "nearest", inline: "nearest" });
+  }
+
+  toggleView() {
+    this.ownView = !this.ownView;
+    $("st-view").textContent = this.ownView ? "Whole board" : "Your view";
+    this.go(this.cursor);
+  }
+
+  renderFullMoves() {
+    const box = $("moves");
+    box.innerHTML = "";
+    const plies = this.reveal.plies;
+    const you = this.state.color;
+    for (let i = 0; i < plies.length; i += 2) {
+      const row = el("div", { class: "mrow" }, el("span", { class: "num", text: i / 2 + 1 + "." }));
+      for (const p of [plies[i], plies[i + 1]]) {
+        if (!p) continue;
+        row.append(el("span", { class: "m step" + (p.mover === you ? " own" : ""), text: p.san,
+                                "data-ply": p.ply, onclick: () => this.go(p.ply) }));
+      }
+      box.append(row);
     }
   }
 
@@ -365,6 +639,7 @@ class LiveGame {
       box.append(row);
     });
     box.scrollTop = box.scrollHeight;
+    box.scrollLeft = box.scrollWidth;
   }
 
   renderTally(f) {
@@ -380,8 +655,11 @@ class LiveGame {
       return box;
     };
     const m = f.material;
-    $("tally-bottom").replaceChildren(row(m.captured, theirs, m.balance));
-    $("tally-top").replaceChildren(row(m.lost, mine, -m.balance));
+    const mineRow = row(m.captured, theirs, m.balance);   // what the player took
+    const theirRow = row(m.lost, mine, -m.balance);       // what the player lost
+    const youBottom = this.orientation() === f.color;
+    $("tally-bottom").replaceChildren(youBottom ? mineRow : theirRow);
+    $("tally-top").replaceChildren(youBottom ? theirRow : mineRow);
   }
 
   tick() {
@@ -395,17 +673,41 @@ class LiveGame {
     top.hidden = bottom.hidden = false;
     const c = f.clocks;
     const elapsed = performance.now() - this.recvAt;
-    const now = (color) => {
+    for (const node of [top, bottom]) {
+      const color = node.dataset.color;
       let ms = c[color];
-      if (f.status === "playing" && c.running === color) ms -= elapsed;
-      return Math.max(0, ms);
-    };
-    const opp = f.color === "white" ? "black" : "white";
-    for (const [node, color] of [[bottom, f.color], [top, opp]]) {
-      const ms = now(color);
+      const running = f.status === "playing" && c.running === color;
+      if (running) ms -= elapsed;
+      ms = Math.max(0, ms);
       node.textContent = clockText(ms);
-      node.classList.toggle("running", f.status === "playing" && c.running === color);
+      node.classList.toggle("running", running);
       node.classList.toggle("low", ms < 20000);
+    }
+    if (f.status === "playing" && f.your_turn && c.first_move_ms != null) {
+      this.setStatus(this.firstMoveText(), "turn");
+    }
+  }
+
+  typed(text) {
+    const f = this.state;
+    if (!this.playing()) return;
+    const input = $("move-input");
+    const pieces = this.board.state.pieces;  // after an own move not yet answered, too
+    const mine = f.color === "white" ? "w" : "b";
+    const yourTurn = f.your_turn && !this.pending;
+    const candidates = yourTurn ? f.view.legal_moves : premoveMoves(pieces, mine);
+    const got = parseMoveText(text, candidates, pieces);
+    if (got.error) {
+      input.classList.add("bad");
+      this.toast(got.error);
+      return;
+    }
+    input.classList.remove("bad");
+    input.value = "";
+    if (yourTurn) this.board.play(got.uci);
+    else {
+      this.board.set({ premove: [got.uci.slice(0, 2), got.uci.slice(2, 4)] });
+      this.setPremove(got.uci);
     }
   }
 
@@ -414,8 +716,10 @@ class LiveGame {
     box.innerHTML = "";
     const white = this.state.color === "white";
     const file = "abcdefgh".indexOf(to[0]);
-    const col = white ? file : 7 - file;
+    const col = this.orientation() === "white" ? file : 7 - file;
     box.style.left = col * 12.5 + "%";
+    const top = (to[1] === "8") === (this.orientation() === "white");
+    box.classList.toggle("from-bottom", !top);
     for (const p of ["q", "n", "r", "b"]) {
       const uci = moves.find((u) => u.endsWith(p));
       if (!uci) continue;
@@ -433,6 +737,21 @@ class LiveGame {
       this.board.render();
     };
     setTimeout(() => document.addEventListener("pointerdown", cancel, true), 0);
+  }
+
+  promoteClose() {
+    $("promotion").hidden = true;
+  }
+
+  async rematch() {
+    for (const b of [$("result-rematch"), $("after-rematch")]) b.disabled = true;
+    try {
+      await postGame("/api/games/" + this.id + "/rematch", { seat: this.token });
+    } catch (e) {
+      this.toast("No rematch: " + e.message);
+    } finally {
+      for (const b of [$("result-rematch"), $("after-rematch")]) b.disabled = false;
+    }
   }
 }
 
@@ -466,18 +785,31 @@ class Review {
     $("rv-next").onclick = () => this.go(this.ply + 1);
     $("rv-last").onclick = () => this.go(data.plies.length);
     $("rv-flip").onclick = () => {
-      this.side = this.side === "white" ? "black" : "white";
+      this.side = other(this.side);
       this.go(this.ply);
     };
     const base = "/api/games/" + data.id;
     $("dl-pgn").href = base + "/pgn";
+    $("dl-standard").href = base + "/pgn/standard";
     $("dl-white").href = base + "/transcript/white";
     $("dl-black").href = base + "/transcript/black";
+    const std = data.standard;
+    $("pgn-note").textContent = std && std.first
+      ? "Standard chess programs read the Fog of War PGN only up to " + std.first + ", the first " +
+        "move that only Fog of War allows (no check: a king may be left or moved into attack, " +
+        "castle through attack, or be captured). The PGN for other chess programs holds the " +
+        std.plies + " moves before it and lists the rest in a comment."
+      : "Every move of this game is also legal in standard chess: both PGNs hold all of them.";
     const you = (c) => (data.human === c ? " (you)" : "");
     $("review-title").textContent = data.white + you("white") + " vs " + data.black + you("black");
-    $("review-meta").textContent = data.result + " · " + RESULT_TEXT[data.result] + " by " +
-      data.termination + (data.detail ? " (" + data.detail + ")" : "") + " · " +
-      tcLabel(data.tc) + " · " + (data.created || "").replace("T", " ").slice(0, 16);
+    const last = data.plies.length ? data.plies[data.plies.length - 1].san : null;
+    const end = { result: data.result, termination: data.termination,
+                  winner: { "1-0": "white", "0-1": "black" }[data.result] || null };
+    const msg = endMessage(end, data.human, {}, data.detail, last);
+    const meta = $("review-meta");
+    meta.textContent = data.result + " · " + msg.text + " · " + tcLabel(data.tc) + " · " +
+      (data.created || "").replace("T", " ").slice(0, 16);
+    meta.title = data.detail || "";
     this.renderMoves();
     this.go(this.ply);
   }
@@ -521,41 +853,77 @@ class Review {
     }
   }
 
+  // Who made ply p, in words: "White · you", "Black · Caligo (Obscuro, 1 s per move)".
+  moverName(p) {
+    const d = this.data;
+    if (p.mover === d.human) return cap(p.mover) + " · you";
+    return cap(p.mover) + " · " + (p.mover === "white" ? d.white : d.black);
+  }
+
   renderDiag(p) {
     const box = $("rv-diag");
     box.innerHTML = "";
     if (!p) {
-      box.append(el("p", { class: "muted", text: "Start position. Step with ← and →, Home and End." }));
+      box.append(el("h3", { text: "Start position" }),
+        el("p", { class: "muted", text: "Step with ← and →, Home and End, or click a move." }));
       return;
     }
-    const who = p.mover === this.data.human ? "You" : (p.mover === "white" ? this.data.white : this.data.black);
-    box.append(el("h3", { text: "Ply " + p.ply + ": " + p.san + " (" + p.mover + ", " + who + ")" }));
-    const facts = ["think time " + (p.elapsed_ms / 1000).toFixed(2) + " s"];
-    if (p.clocks[0] != null) facts.push("clocks after: white " + clockText(p.clocks[0]) + ", black " + clockText(p.clocks[1]));
-    box.append(el("p", { class: "muted", text: facts.join(" · ") }));
+    const number = Math.ceil(p.ply / 2) + (p.mover === "white" ? ". " : "… ");
+    box.append(el("h3", { text: number + p.san + " · " + this.moverName(p) }));
+    const clocks = p.clocks[0] != null
+      ? " Clocks after the move: White " + clockText(p.clocks[0]) + ", Black " + clockText(p.clocks[1]) + "."
+      : "";
     const d = p.engine;
-    if (!d) {
-      box.append(el("p", { class: "muted", text: "No engine diagnostics for this move." }));
+    const engineMove = d && p.mover !== this.data.human;
+    if (!engineMove) {
+      box.append(el("p", { class: "muted", text: "Thought for " + seconds(p.elapsed_ms) + "." + clocks }));
+      if (!d) box.append(el("p", { class: "muted", text: "No engine analysis for this move." }));
       return;
     }
-    if (d.value != null) box.append(el("p", { text: "Engine value: " + (d.value >= 0 ? "+" : "") + Number(d.value).toFixed(3) }));
-    if (d.info) {
-      const dl = el("dl", { class: "info" });
-      for (const [k, v] of Object.entries(d.info)) dl.append(el("dt", { text: k }), el("dd", { text: typeof v === "object" ? JSON.stringify(v) : String(v) }));
-      box.append(dl);
+    const name = p.mover === "white" ? this.data.white : this.data.black;
+    const engine = /^Caligo\b/.test(name) ? "Caligo" : name;
+    if (d.value != null && isFinite(d.value)) {
+      const pct = Math.round(Math.max(0, Math.min(1, (1 + Number(d.value)) / 2)) * 100);
+      const bar = el("span", { class: "fill " + p.mover });
+      bar.style.width = pct + "%";
+      box.append(el("div", { class: "eval", title: "the engine's value " + Number(d.value).toFixed(3) +
+                               " on a scale from −1 (loss) to +1 (win), shown as (1 + value) / 2" },
+        el("div", { class: "eval-text", text: engine + " (" + cap(p.mover) + "): " + pct + "% to win" }),
+        el("div", { class: "eval-track" }, bar)));
     }
+    const i = d.info || {};
+    const belief = i.belief != null ? i.belief : i.belief_size;
+    const words = [];
+    if (belief != null) words.push("considered " + roughly(belief) + " possible position" + (belief === 1 ? "" : "s") + " of the board it could not see");
+    if (i.nodes != null) words.push("searched " + roughly(i.nodes) + " positions of the game tree");
+    words.push("thought for " + seconds(p.elapsed_ms));
+    const sentence = engine + " " + words.join(", ").replace(/, ([^,]*)$/, " and $1") + ".";
+    box.append(el("p", { class: "facts", text: sentence }), el("p", { class: "muted", text: clocks.trim() }));
     if (d.policy) {
-      box.append(el("p", { class: "muted", text: "Policy (top " + d.policy.length + " of " + d.policy_size + " moves)" }));
+      box.append(el("h4", { text: "Its top moves (how often it would play each)" }));
       const list = el("div", { class: "policy" });
-      for (const [uci, prob] of d.policy) {
+      for (const [uci, prob, san] of d.policy) {
         const bar = el("span", { class: "bar" });
         bar.style.width = Math.max(1, prob * 100) + "%";
-        list.append(el("div", { class: "prow" + (uci === p.uci ? " played" : "") },
-          el("span", { class: "uci", text: uci }), el("span", { class: "track" }, bar),
+        list.append(el("div", { class: "prow" + (uci === p.uci ? " played" : ""), title: uci },
+          el("span", { class: "uci", text: san || uci }), el("span", { class: "track" }, bar),
           el("span", { class: "pct", text: (prob * 100).toFixed(1) + "%" })));
       }
       box.append(list);
+      if (d.policy_size > d.policy.length) {
+        box.append(el("p", { class: "muted small", text: "the top " + d.policy.length + " of " + d.policy_size + " moves; the played move in green" }));
+      }
     }
+    const raw = Object.entries(i);
+    if (d.value != null && !("value" in i)) raw.unshift(["value", d.value]);
+    if (!raw.length) return;
+    const details = el("details", { class: "raw" }, el("summary", { text: "Details" }));
+    const dl = el("dl", { class: "info" });
+    for (const [k, v] of raw) {
+      dl.append(el("dt", { text: k }), el("dd", { text: typeof v === "object" ? JSON.stringify(v) : String(v) }));
+    }
+    details.append(dl);
+    box.append(details);
   }
 }
 
@@ -568,11 +936,20 @@ async function openReview(id) {
 }
 
 document.addEventListener("keydown", (e) => {
-  if (!review || e.target.tagName === "INPUT" && e.key !== "ArrowLeft" && e.key !== "ArrowRight") return;
+  if (e.altKey || e.ctrlKey || e.metaKey) return;
+  const typing = e.target.tagName === "INPUT" && e.target.type === "text";
+  if (typing) return;
   const steps = { ArrowLeft: -1, ArrowRight: 1 };
-  if (e.key in steps) { review.go(review.ply + steps[e.key]); e.preventDefault(); }
-  else if (e.key === "Home" || e.key === "ArrowUp") { review.go(0); e.preventDefault(); }
-  else if (e.key === "End" || e.key === "ArrowDown") { review.go(review.data.plies.length); e.preventDefault(); }
+  let target = null;
+  if (review) target = { at: review.ply, n: review.data.plies.length, go: (p) => review.go(p) };
+  else if (live && live.reveal) target = { at: live.cursor, n: live.reveal.plies.length, go: (p) => live.go(p) };
+  if (target) {
+    if (e.target.tagName === "INPUT" && !(e.key in steps)) return;
+    if (e.key in steps) { target.go(target.at + steps[e.key]); e.preventDefault(); }
+    else if (e.key === "Home" || e.key === "ArrowUp") { target.go(0); e.preventDefault(); }
+    else if (e.key === "End" || e.key === "ArrowDown") { target.go(target.n); e.preventDefault(); }
+  }
+  if (live && (e.key === "f" || e.key === "F") && e.target.tagName !== "INPUT") live.flip();
 });
 
 // --- wiring ----------------------------------------------------------------------------------
@@ -585,19 +962,39 @@ for (const b of $("color-choices").children) {
 }
 $("start").addEventListener("click", startGame);
 $("sound").addEventListener("click", () => sound.toggle());
+$("flip").addEventListener("click", () => { if (live) live.flip(); });
 $("resign").addEventListener("click", () => {
   const b = $("resign");
+  const label = b.querySelector(".btn-label");
   if (!live) return;
   if (b.classList.contains("confirm")) {
     b.classList.remove("confirm");
-    b.textContent = "⚑ Resign";
+    label.textContent = " Resign";
     live.send({ type: "resign" });
     return;
   }
-  b.classList.add("confirm");
-  b.textContent = "Really resign?";
-  setTimeout(() => { b.classList.remove("confirm"); b.textContent = "⚑ Resign"; }, 3000);
+  b.classList.add("confirm");  // a second click within 3 s resigns
+  label.textContent = " Really resign?";
+  setTimeout(() => { b.classList.remove("confirm"); label.textContent = " Resign"; }, 3000);
 });
 $("abort").addEventListener("click", () => { if (live) live.send({ type: "abort" }); });
+$("result-close").addEventListener("click", () => { $("result").hidden = true; });
+for (const id of ["result-rematch", "after-rematch"]) $(id).addEventListener("click", () => { if (live) live.rematch(); });
+$("st-first").addEventListener("click", () => { if (live) live.go(0); });
+$("st-prev").addEventListener("click", () => { if (live) live.go(live.cursor - 1); });
+$("st-next").addEventListener("click", () => { if (live) live.go(live.cursor + 1); });
+$("st-last").addEventListener("click", () => { if (live && live.reveal) live.go(live.reveal.plies.length); });
+$("st-view").addEventListener("click", () => { if (live) live.toggleView(); });
+$("move-entry").addEventListener("submit", (e) => {
+  e.preventDefault();
+  if (live) live.typed($("move-input").value);
+});
+$("move-input").addEventListener("input", () => $("move-input").classList.remove("bad"));
+$("move-input").addEventListener("keydown", (e) => {
+  if (e.key === "Escape" && live) { $("move-input").value = ""; live.board.cancelPremove(); }
+});
+document.addEventListener("keydown", (e) => {
+  if (e.key === "Escape" && live && e.target.tagName !== "INPUT") live.board.cancelPremove();
+});
 window.addEventListener("hashchange", route);
 route();

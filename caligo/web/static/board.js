@@ -1,6 +1,9 @@
 // Caligo board: renders a Fog of War view (caligo.fow.view.view_data) as 64 DOM squares with
 // vector pieces, and lets the player move by clicking or dragging. It only ever receives what
 // the server's frame holds: own pieces, visible enemy pieces, fog squares and legal moves.
+// During the opponent's turn it lets the player queue one premove, computed from the piece's
+// geometry alone (the page knows nothing else); the page sends it only if it is legal on the
+// player's own turn.
 (() => {
 "use strict";
 
@@ -35,13 +38,66 @@ function fenPieces(fen) {
   return out;
 }
 
+// Squares a piece could reach by its geometry alone, as lichess's premoves do: sliders ignore
+// every piece in the way (a blocker may move or be taken first), own-occupied squares count (a
+// recapture), pawns may push or take diagonally, the king may castle from its start square.
+function premoveDests(pieces, from) {
+  const letter = pieces[from];
+  if (!letter) return [];
+  const white = letter === letter.toUpperCase();
+  const type = letter.toUpperCase();
+  const f0 = FILES.indexOf(from[0]);
+  const r0 = Number(from[1]) - 1;
+  const out = [];
+  const add = (f, r) => { if (f >= 0 && f < 8 && r >= 0 && r < 8) out.push(squareName(f, r)); };
+  const ray = (df, dr) => { for (let i = 1; i < 8; i++) add(f0 + df * i, r0 + dr * i); };
+  if (type === "P") {
+    const dir = white ? 1 : -1;
+    add(f0, r0 + dir);
+    if (r0 === (white ? 1 : 6)) add(f0, r0 + 2 * dir);
+    add(f0 - 1, r0 + dir);
+    add(f0 + 1, r0 + dir);
+  } else if (type === "N") {
+    for (const [df, dr] of [[1, 2], [2, 1], [2, -1], [1, -2], [-1, -2], [-2, -1], [-2, 1], [-1, 2]]) add(f0 + df, r0 + dr);
+  } else if (type === "K") {
+    for (let df = -1; df <= 1; df++) for (let dr = -1; dr <= 1; dr++) if (df || dr) add(f0 + df, r0 + dr);
+    const home = white ? 0 : 7;
+    const rook = white ? "R" : "r";
+    if (f0 === 4 && r0 === home) {
+      if (pieces[squareName(7, home)] === rook) add(6, home);
+      if (pieces[squareName(0, home)] === rook) add(2, home);
+    }
+  } else {
+    if (type !== "B") { ray(1, 0); ray(-1, 0); ray(0, 1); ray(0, -1); }
+    if (type !== "R") { ray(1, 1); ray(1, -1); ray(-1, 1); ray(-1, -1); }
+  }
+  return out;
+}
+
+// Every premove of `color` ("w" | "b") as UCI (a pawn reaching the last rank: all promotions).
+function premoveMoves(pieces, color) {
+  const out = [];
+  for (const [sq, letter] of Object.entries(pieces)) {
+    if ((letter === letter.toUpperCase()) !== (color === "w")) continue;
+    for (const to of premoveDests(pieces, sq)) {
+      const last = letter.toUpperCase() === "P" && (to[1] === "8" || to[1] === "1");
+      if (last) for (const p of "qnrb") out.push(sq + to + p);
+      else out.push(sq + to);
+    }
+  }
+  return out;
+}
+
 class Board {
-  // el: container; opts.onMove(uci) is called with a legal move chosen by the player.
+  // el: container; opts.onMove(uci) is called with a legal move chosen by the player,
+  // opts.onPremove(uci | null) when a premove is queued or cancelled.
   constructor(el, opts = {}) {
     this.el = el;
     this.onMove = opts.onMove || null;
+    this.onPremove = opts.onPremove || null;
     this.state = { orientation: "white", pieces: {}, fog: [], legal: [], lastMove: null,
-                   lost: [], movable: null, interactive: false, marks: {} };
+                   lost: [], movable: null, interactive: false, premovable: false,
+                   premove: null, marks: {} };
     this.selected = null;
     this.drag = null;
     this.squares = {};
@@ -50,22 +106,42 @@ class Board {
     for (let i = 0; i < 64; i++) {
       const sq = document.createElement("div");
       sq.className = "sq";
+      const rank = document.createElement("span");
+      rank.className = "coord rank";
+      const file = document.createElement("span");
+      file.className = "coord file";
+      sq.append(rank, file);
       this.el.appendChild(sq);
     }
     this.el.addEventListener("pointerdown", (e) => this._down(e));
     this.el.addEventListener("pointermove", (e) => this._move(e));
     this.el.addEventListener("pointerup", (e) => this._up(e));
     this.el.addEventListener("pointercancel", () => this._cancelDrag());
-    this.el.addEventListener("contextmenu", (e) => e.preventDefault());
+    this.el.addEventListener("contextmenu", (e) => {
+      e.preventDefault();
+      this.cancelPremove();
+    });
     this.promo = opts.promotion || null;
   }
 
   // state: {orientation, pieces, fog, legal, lastMove:[from,to], lost, movable: "w"|"b"|null,
-  //         interactive, marks: {square: class}}
+  //         interactive, premovable, premove: [from, to] | null, marks: {square: class}}
   set(state) {
     this.state = Object.assign({}, this.state, state);
     if (this.selected && !this._dests(this.selected).length) this.selected = null;
     this.render();
+  }
+
+  // Play a legal move as if the player had made it on the board (keyboard entry, premoves).
+  play(uci) {
+    this.selected = null;
+    this._commit(uci);
+  }
+
+  cancelPremove() {
+    if (!this.state.premove) return;
+    this.set({ premove: null });
+    if (this.onPremove) this.onPremove(null);
   }
 
   _layout() {
@@ -82,7 +158,12 @@ class Board {
     return out;
   }
 
+  _premoving() {
+    return !this.state.interactive && this.state.premovable;
+  }
+
   _dests(from) {
+    if (this._premoving()) return this._own(from) ? premoveDests(this.state.pieces, from) : [];
     return this.state.legal.filter((u) => u.startsWith(from)).map((u) => u.slice(2, 4));
   }
 
@@ -91,6 +172,7 @@ class Board {
     const fog = new Set(st.fog);
     const lost = new Set(st.lost || []);
     const last = st.lastMove ? new Set(st.lastMove) : new Set();
+    const pre = st.premove ? new Set(st.premove) : new Set();
     const dests = this.selected ? new Set(this._dests(this.selected)) : new Set();
     const cells = this.el.children;
     const layout = this._layout();
@@ -99,53 +181,44 @@ class Board {
       const cell = cells[i];
       this.squares[s.name] = cell;
       const cls = ["sq", (s.file + s.rank) % 2 ? "light" : "dark"];
-      if (fog.has(s.name)) cls.push("fog");
-      if (last.has(s.name)) cls.push("last");
+      const fogged = fog.has(s.name);
+      if (fogged) cls.push("fog");
+      // a fogged square of the last move is only outlined: its tint would say "seen"
+      if (last.has(s.name)) cls.push(fogged ? "last-fog" : "last");
       if (lost.has(s.name)) cls.push("lost");
+      if (pre.has(s.name)) cls.push("premove");
       if (this.selected === s.name) cls.push("selected");
-      if (dests.has(s.name)) cls.push(st.pieces[s.name] ? "dest capture" : "dest");
+      if (dests.has(s.name)) {
+        cls.push(st.pieces[s.name] ? "dest capture" : "dest");
+        if (this._premoving()) cls.push("pre-dest");
+      }
       const mark = st.marks && st.marks[s.name];
       if (mark) cls.push(mark);
       cell.className = cls.join(" ");
       cell.dataset.square = s.name;
+      // coordinates follow the orientation on every render: the left column names its rank,
+      // the bottom row its file (never a label left over from another orientation)
+      const [rankLabel, fileLabel] = cell.querySelectorAll(".coord");
+      rankLabel.textContent = s.col === 0 ? String(s.rank + 1) : "";
+      fileLabel.textContent = s.row === 7 ? FILES[s.file] : "";
       const letter = st.pieces[s.name];
       const want = letter ? pieceCode(letter) : "";
-      if ((cell.dataset.piece || "") !== want || cell.dataset.coords !== this._coordKey(s)) {
-        cell.innerHTML = "";
+      if ((cell.dataset.piece || "") !== want) {
+        const old = cell.querySelector("img.piece");
+        if (old) old.remove();
         if (letter) {
           const img = document.createElement("img");
           img.className = "piece";
           img.src = pieceImage(letter);
           img.alt = letter;
           img.draggable = false;
-          cell.appendChild(img);
+          cell.prepend(img);
         }
-        this._coords(cell, s);
       }
       if (want) cell.dataset.piece = want; else delete cell.dataset.piece;
-      cell.dataset.coords = this._coordKey(s);
       if (this.drag && this.drag.from === s.name) cell.classList.add("dragging");
     });
-    this.el.classList.toggle("interactive", !!st.interactive);
-  }
-
-  _coordKey(s) {
-    return (s.col === 0 ? "r" : "") + (s.row === 7 ? "f" : "");
-  }
-
-  _coords(cell, s) {
-    if (s.col === 0) {
-      const r = document.createElement("span");
-      r.className = "coord rank";
-      r.textContent = String(s.rank + 1);
-      cell.appendChild(r);
-    }
-    if (s.row === 7) {
-      const f = document.createElement("span");
-      f.className = "coord file";
-      f.textContent = FILES[s.file];
-      cell.appendChild(f);
-    }
+    this.el.classList.toggle("interactive", !!st.interactive || !!st.premovable);
   }
 
   _squareAt(x, y) {
@@ -164,7 +237,7 @@ class Board {
   }
 
   _down(e) {
-    if (!this.state.interactive || e.button > 0) return;
+    if (!(this.state.interactive || this.state.premovable) || e.button > 0) return;
     const sq = this._squareAt(e.clientX, e.clientY);
     if (!sq) return;
     e.preventDefault();
@@ -180,7 +253,8 @@ class Board {
       return;
     }
     this.selected = null;
-    this.render();
+    if (this.state.premove) this.cancelPremove();  // a click elsewhere cancels the premove
+    else this.render();
   }
 
   _startDrag(e, sq, wasSelected) {
@@ -213,7 +287,8 @@ class Board {
     }
     this._place(e.clientX, e.clientY);
     const over = this._squareAt(e.clientX, e.clientY);
-    for (const name in this.squares) this.squares[name].classList.toggle("hover", name === over && this._dests(d.from).includes(name));
+    const dests = this._dests(d.from);
+    for (const name in this.squares) this.squares[name].classList.toggle("hover", name === over && dests.includes(name));
   }
 
   _up(e) {
@@ -242,9 +317,17 @@ class Board {
   }
 
   _try(from, to) {
+    this.selected = null;
+    if (this._premoving()) {
+      const letter = this.state.pieces[from];
+      const last = letter.toUpperCase() === "P" && (to[1] === "8" || to[1] === "1");
+      const uci = from + to + (last ? "q" : "");  // a premoved promotion makes a queen
+      this.set({ premove: [from, to] });
+      if (this.onPremove) this.onPremove(uci);
+      return;
+    }
     const moves = this.state.legal.filter((u) => u.startsWith(from + to));
     if (!moves.length) return;
-    this.selected = null;
     if (moves.length > 1 && this.promo) {
       this.render();
       this.promo(from, to, moves, (uci) => this._commit(uci));
@@ -270,10 +353,10 @@ class Board {
       const rookTo = (df > 0 ? "f" : "d") + rank;
       if (pieces[rookFrom]) { pieces[rookTo] = pieces[rookFrom]; delete pieces[rookFrom]; }
     }
-    this.set({ pieces, legal: [], interactive: false, lastMove: [from, to], lost: [] });
+    this.set({ pieces, legal: [], interactive: false, lastMove: [from, to], lost: [], premove: null });
     if (this.onMove) this.onMove(uci);
   }
 }
 
-window.CaligoBoard = { Board, fenPieces, pieceImage, squareName };
+window.CaligoBoard = { Board, fenPieces, pieceImage, squareName, premoveDests, premoveMoves };
 })();
