@@ -16,7 +16,7 @@ import caligo
 
 def _python(code: str) -> str:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True)
+                          check=True, timeout=120)
     return done.stdout.strip()
 
 

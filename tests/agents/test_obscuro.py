@@ -371,7 +371,8 @@ def test_engine_protocol_serves_obscuro() -> None:
     finally:
         agent.close()
     assert subprocess.run([sys.executable, "-m", "caligo", "engine", "--list"],
-                          capture_output=True, text=True, check=True).stdout.count("obscuro")
+                          capture_output=True, text=True, check=True,
+                          timeout=120).stdout.count("obscuro")
 
 
 def test_a_lost_subsample_of_p_never_crashes_the_agent() -> None:

@@ -34,6 +34,7 @@ from caligo.core.cfr import (
 from caligo.core.games import load_game
 from caligo.core.strategy import StrategyError, from_tabular_policy, to_dict_policy
 from caligo.core.tree import GameTree
+from tests.conftest import needs_sigint
 
 CHECKPOINTS = (1, 10, 100)
 
@@ -316,6 +317,7 @@ def test_chunked_iterations_are_bit_identical(algo: Algorithm) -> None:
         assert np.array_equal(s.cumulative_regrets(), one.cumulative_regrets())
 
 
+@needs_sigint
 def test_ctrl_c_stops_a_long_run_with_the_result_so_far() -> None:
     """SIGINT during a billion-iteration run: solve_cfr(interruptible=True) returns between two
     chunks; the state is consistent (a fresh run of exactly that many iterations is identical)."""
