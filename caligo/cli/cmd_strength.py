@@ -17,6 +17,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from caligo.cli._util import HelpFormatter
 from caligo.errors import CaligoError
 
 
@@ -152,15 +153,31 @@ def _table(args: argparse.Namespace) -> int:
     return 0
 
 
+TABLE_EPILOG = """\
+examples:
+  caligo strength table docs/strength/random.json docs/strength/spi.json
+  caligo match --engine obscuro --engine random --rounds 10 --json r.json   then:
+  caligo strength table r.json"""
+
+MOVES_EPILOG = """\
+examples:
+  caligo match --engine obscuro --engine random --tc mt=1 --rounds 2 --db m.db   then:
+  caligo strength moves m.db --engine obscuro --json moves.json"""
+
+
 def register(sub: Any) -> None:
     """Add `caligo strength`."""
     p = sub.add_parser("strength", help="tables of match results and per-move statistics",
-                       description=__doc__.splitlines()[0] if __doc__ else None)
+                       description=__doc__.splitlines()[0] if __doc__ else None,
+                       epilog=TABLE_EPILOG + "\n" + MOVES_EPILOG.removeprefix("examples:\n"),
+                       formatter_class=HelpFormatter)
     s = p.add_subparsers(dest="strength_command", required=True, metavar="COMMAND")
-    t = s.add_parser("table", help="markdown rows of `caligo match --json` results")
+    t = s.add_parser("table", help="markdown rows of `caligo match --json` results",
+                     epilog=TABLE_EPILOG, formatter_class=HelpFormatter)
     t.add_argument("results", nargs="+", help="JSON files written by `caligo match --json`")
     t.set_defaults(func=_table)
-    m = s.add_parser("moves", help="an engine's per-move analysis averaged over a match")
+    m = s.add_parser("moves", help="an engine's per-move analysis averaged over a match",
+                     epilog=MOVES_EPILOG, formatter_class=HelpFormatter)
     m.add_argument("db", help="SQLite file written by `caligo match --db`")
     m.add_argument("--engine", required=True, help="the engine's name in the match")
     m.add_argument("--json", help="also write the statistics here")
