@@ -310,7 +310,7 @@ def register(sub: Any) -> None:
         "belief",
         help="print the size of a player's set P after every ply",
         description="Replay a FoW game and print, after every ply, how many positions each "
-        "player cannot tell apart (the belief set P of seed 001), then the result.",
+        "player cannot tell apart (the belief set P of Obscuro, section 3), then the result.",
         epilog=BELIEF_EPILOG,
         formatter_class=fmt,
     )

@@ -1,8 +1,8 @@
 """Sub-commands of the search area.
 
 - `caligo search exploitability GAME [--budget 10,100,1000] [--seeds R] [switches]`: the exact
-  exploitability of the search agent (both seats, seed 000's definition per seat and NashConv /
-  2), one row per budget; `--json` / `--csv` write the rows.
+  exploitability of the search agent (both seats, Zhang & Sandholm 2021's definition per seat and
+  NashConv / 2), one row per budget; `--json` / `--csv` write the rows.
 - `caligo search run GAME [--seat S | --infoset NAME] [--budget N] [switches]`: one search at a
   first decision, printing the `SearchResult` (policy, purified policy, tree size, timings).
 - `caligo search study [--out DIR] [--games ...] [--short]`: the full grid of docs/search.md,

@@ -4,7 +4,7 @@
     caligo strength moves MATCH.db --engine NAME [--json OUT]
                                               means of the analysis an engine reported per
                                               move (`Decision.info`) over a match's games,
-                                              beside seed 001 appendix D's figures
+                                              beside Obscuro, appendix D's figures
 
 Both read files `caligo match` wrote; nothing is recomputed from the games.
 """
@@ -34,7 +34,7 @@ PAPER_STATS = {
     "carried_infosets": 3_162.0,
     "belief": 17_264.0,
 }
-"""Seed 001 appendix D: averages over 1,000 games at 5 s per move (10 cores, 5 per side)."""
+"""Obscuro, appendix D: averages over 1,000 games at 5 s per move (10 cores, 5 per side)."""
 
 MOVE_FIELDS = ("belief", "nodes", "infosets", "carried_nodes", "carried_infosets", "depth",
                "iterations", "expansions", "sampled", "roots")
@@ -132,7 +132,7 @@ def _moves(args: argparse.Namespace) -> int:
     stats = move_stats(args.db, args.engine)
     print(f"{stats['engine']}: {stats['moves']} moves in {stats['games']} games, "
           f"{stats['ms_per_move']:.0f} ms per move")
-    print("| statistic (mean per move) | Caligo | seed 001 App. D (5 s/move, 10 cores) |")
+    print("| statistic (mean per move) | Caligo | Obscuro, appendix D (5 s/move, 10 cores) |")
     print("|---|---|---|")
     for key in ("plies_per_game", "depth", "nodes", "infosets", "carried_nodes",
                 "carried_infosets", "belief", "iterations", "expansions", "sampled", "roots"):

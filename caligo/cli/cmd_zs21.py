@@ -1,9 +1,9 @@
 """Sub-commands of the ZS21 agent (docs/zs21.md).
 
 - `caligo zs21 exploitability GAME [--budget 20,100] [--full] [switches]`: the exact
-  exploitability of ZS21 on a small game (both seats; seed 000's per seat and NashConv / 2), one
-  row per leaf-expansion budget; with `--full` the trunk is fully expanded, the first decision
-  solves the game from its start, and nested 1-KLSS from the same LP blueprint is printed
+  exploitability of ZS21 on a small game (both seats; Zhang & Sandholm 2021's per seat and NashConv
+  / 2), one row per leaf-expansion budget; with `--full` the trunk is fully expanded, the first
+  decision solves the game from its start, and nested 1-KLSS from the same LP blueprint is printed
   beside (`caligo.subgame.nested`, the same subgames the ZS21 tests compare against).
 """
 
@@ -77,7 +77,8 @@ examples:
 
 def register(sub: Any) -> None:
     """Add `caligo zs21 exploitability`."""
-    p = sub.add_parser("zs21", help="the ZS21 agent (seed 000 appendix D) on small games",
+    p = sub.add_parser("zs21", help="the ZS21 agent (Zhang & Sandholm 2021, appendix D) on "
+                       "small games",
                        epilog=ZS21_EPILOG, formatter_class=HelpFormatter)
     ss = p.add_subparsers(dest="zs21_command", required=True)
     e = ss.add_parser("exploitability", help="exact exploitability of ZS21 on a small game",

@@ -7,8 +7,8 @@ Expected values and where they come from:
   (issue 8), so "no such ending" is checked against the referee's verdicts;
 - the analysis' belief size: `caligo.fow.BeliefSet` replayed on the agent's own transcript
   (the referee's record of what the agent observed), not the agent's copy;
-- the ablation presets: the text of seed 001 section 4.1 (which switch each ablation turns);
-- "purification off": seed 001 section 4.1 item 1 (mix over all stable actions, also under
+- the ablation presets: the text of Obscuro, section 4.1 (which switch each ablation turns);
+- "purification off": Obscuro, section 4.1 item 1 (mix over all stable actions, also under
   Resolve and past three), computed with `caligo.search.purify` on the searched policy;
 - time: the referee's clock (monotonic, increment after each move); the time manager's
   solvency from arithmetic on the allotments it plans.
@@ -284,8 +284,8 @@ def test_ablation_presets_follow_seed_001() -> None:
 
 
 def test_purification_off_mixes_over_every_stable_action() -> None:
-    """Seed 001 4.1 item 1 against Fig. 8: with p_max > 0 Obscuro plays a* only; the ablation
-    mixes over all stable actions (four here, past MAXSUPPORT = 3)."""
+    """Obscuro, section 4.1 item 1 against Fig. 8: with p_max > 0 Obscuro plays a* only; the
+    ablation mixes over all stable actions (four here, past MAXSUPPORT = 3)."""
     pi = np.array([0.4, 0.2, 0.15, 0.15, 0.1])
     stable = np.array([True, True, True, True, False])
     on = purify(pi, stable, 0.5, Purification.STABLE_TOP3)

@@ -1,7 +1,7 @@
 """The `caligo` command line: games, solve, experiment and bench, errors and Ctrl-C.
 
 Expected values: Kuhn's value -1/18 and the uniform Leduc NashConv 4.7472222 (OpenSpiel, in
-../shared/reference/values.md); Kuhn has 58 nodes (Zhang & Sandholm 2021, Table 2). Commands
+docs/design.md, "Reference values"); Kuhn has 58 nodes (Zhang & Sandholm 2021, Table 2). Commands
 that must be seen from outside (exit status on SIGINT, stderr) run as subprocesses.
 """
 
@@ -140,7 +140,7 @@ def test_save_and_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
 
 def test_uniform_strategy_file_against_openspiel(tmp_path: Path) -> None:
     """load_strategy rebuilds the tree from the stored game string; the uniform Leduc strategy
-    evaluates to OpenSpiel's NashConv 4.7472222 (values.md)."""
+    evaluates to OpenSpiel's NashConv 4.7472222 (docs/design.md, "Reference values")."""
     from caligo.core.best_response import nash_conv
     from caligo.core.games import load_game
     from caligo.core.strategy import uniform_strategy

@@ -1,13 +1,13 @@
-"""`ZS21Agent`: the ZS21 dark chess agent (seed 000 appendix D) for FoW chess.
+"""`ZS21Agent`: the ZS21 dark chess agent (Zhang & Sandholm 2021, appendix D) for FoW chess.
 
 Per game: a `FowSearchGame` (the position store), a `FowBelief` (the exact set P, memory cap
 `BeliefConfig.max_positions`), a `ZS21Search` (the trunk) and a leaf evaluator (Stockfish depth 1
-through `StockfishPool`, tanh(cp / 600), seed 000 D.1; or the built-in `SimpleEvaluator`).
-Per ply, `observe` updates P (exact; not counted in the move's time, as in seed 001 App. D
-footnote 20) and our observation-sequence key. Per move, `act` turns the referee's clock into a
-budget, runs one `ZS21Search.decide` (subgame from the previous trunk plus particles, deepening
-with exact LP solves, the Maxmargin/Resolve switch), samples the move from the exact strategy at
-our infoset, and reports diagnostics in `Decision.info`.
+through `StockfishPool`, tanh(cp / 600), Zhang & Sandholm 2021, appendix D.1; or the built-in
+`SimpleEvaluator`). Per ply, `observe` updates P (exact; not counted in the move's time, as in
+Obscuro, appendix D footnote 20) and our observation-sequence key. Per move, `act` turns the
+referee's clock into a budget, runs one `ZS21Search.decide` (subgame from the previous trunk plus
+particles, deepening with exact LP solves, the Maxmargin/Resolve switch), samples the move from the
+exact strategy at our infoset, and reports diagnostics in `Decision.info`.
 
 Budget from the clock (`Clock`):
 
@@ -57,16 +57,16 @@ __all__ = ["EvaluatorChoice", "ZS21Agent", "budget_for"]
 log = logging.getLogger(__name__)
 
 MOVES_TO_GO = 30
-"""Moves a clock's remaining time is spread over (FoW games last about 58 moves a side, seed 001
-App. D; the increment pays for the rest)."""
+"""Moves a clock's remaining time is spread over (FoW games last about 58 moves a side, Obscuro,
+appendix D; the increment pays for the rest)."""
 
 
 class EvaluatorChoice(enum.Enum):
     """The leaf evaluator."""
 
     AUTO = "auto"  # Stockfish when it is installed, else the built-in evaluator
-    STOCKFISH = "stockfish"  # seed 000 D.1
-    SIMPLE = "simple"  # material plus visible squares (seed 001 ablation 6)
+    STOCKFISH = "stockfish"  # Zhang & Sandholm 2021, appendix D.1
+    SIMPLE = "simple"  # material plus visible squares (Obscuro, ablation 6)
 
 
 def budget_for(clock: Clock | None, default: ZS21Budget) -> ZS21Budget:
