@@ -5,7 +5,8 @@ start (Obscuro, appendix B: an infoset is a player's sequence). `InfoState.key()
 text, so a policy can be a table `{key: {uci: probability}}`, or any function of the
 `InfoState`; `PolicyAgent.scripted(["e2e4", ...])` plays a fixed move list (the k-th own turn
 plays the k-th move). This is OpenSpiel's tabular-policy bot for FoW chess (docs/design.md,
-"Agents"): deterministic given the game seed, and a function of the transcript only. """
+"Agents"): deterministic given the game seed, and a function of the transcript only.
+"""
 
 from __future__ import annotations
 

@@ -134,7 +134,8 @@ def best_response(
 
     `extra` is an optional additional payoff matrix B over (player-0 sequence, player-1 sequence)
     added to the game's payoff, as the gadgets of `caligo.subgame` use (Zhang & Sandholm 2021,
-    appendix C). """
+    appendix C).
+    """
     if responder not in (0, 1):
         raise ArgumentError(f"responder must be 0 or 1, got {responder!r}")
     fixed = 1 - responder

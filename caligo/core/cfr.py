@@ -30,7 +30,8 @@ Extra payoffs (gadgets, Zhang & Sandholm 2021, appendix C): `CFRSolver(tree, con
 the game with payoff <x, (A + B) y>, B a sparse matrix over (player-0 sequence, player-1 sequence).
 The sequence-form traversal reads A as a list of (s0, s1, coefficient) terms, so B's entries are
 appended to that list: player 0's sequence utilities become A y + B y and player 1's A^T x + B^T x.
-The tree traversal walks histories and has no place for B, so it refuses one. """
+The tree traversal walks histories and has no place for B, so it refuses one.
+"""
 
 from __future__ import annotations
 

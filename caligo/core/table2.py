@@ -14,7 +14,8 @@ paper's averages (docs/knowledge.md has the search that found it):
 With it Kuhn, Leduc and goofspiel with increasing order come out to every printed digit. The
 paper's 100-matching pennies is matched exactly by the mirror image of Zhang & Sandholm 2021,
 section 4's definition (the first mover observes floor((n+1)/2), the second floor(n/2));
-`matching_pennies_first_mover_pairs` builds it. """
+`matching_pennies_first_mover_pairs` builds it.
+"""
 
 from __future__ import annotations
 

@@ -17,7 +17,8 @@ Time (docs/design.md, "The referee"): monotonic milliseconds, measured from the 
 answer; a CLOCK side loses when its answer takes longer than its remaining time plus
 `timemargin_ms`; a MOVETIME side when it exceeds the move time plus the margin; untimed and
 fixed-iteration sides when they exceed `move_timeout_ms` (a hang guard). The increment is added
-after each own move. """
+after each own move.
+"""
 
 from __future__ import annotations
 

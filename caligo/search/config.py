@@ -187,7 +187,8 @@ class SearchConfig:
     MAXSUPPORT. gifts: subtract the gift estimate (C.2) from alternate values. max_nodes: the
     arena's node capacity (it never grows during a search). expanders: expander threads (THREADED
     only); expander_batch: walks an expander makes per claim, expanded with one game call and one
-    evaluator call (amortises Python per leaf). seed: the root of every random choice. """
+    evaluator call (amortises Python per leaf). seed: the root of every random choice.
+    """
 
     budget: Iterations | Seconds = field(default_factory=lambda: Iterations(1000))
     expansions: int | None = 1000

@@ -124,7 +124,8 @@ class SubgameOptions:
     reach: subtract gift estimates from the alternate values (Reach subgame solving).
     merge_transpositions: Algorithm 12 lines 10-14, only with k = 1.
     kluss: keep (and re-optimize) I^{k+1} instead of I^k (Obscuro, appendix C.6; k = 1 gives
-    2-KLUSS). """
+    2-KLUSS).
+    """
 
     kind: GadgetKind = GadgetKind.MAXMARGIN
     k: float = 1

@@ -14,7 +14,8 @@ Both return a new `Subgame` whose maps still point at the original source tree, 
 
 `swap_players(tree)` renames the players (and negates utilities), so that player 1 can be the
 solving player of `make_subgame` (e.g. Ha 2016, section F.2's re-solving of rock-paper-scissors,
-where the re-solving player moves second). """
+where the re-solving player moves second).
+"""
 
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ deadline loses), and the next game still runs.
 
 Expected outcomes come from issue 8's rules ("an illegal answer, a crash or a missed deadline
 loses with a logged reason") and docs/design.md, "The referee" (unknown fields and types are
-ignored). """
+ignored).
+"""
 
 from __future__ import annotations
 

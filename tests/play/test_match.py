@@ -2,7 +2,8 @@
 
 Expected values: fastchess/cutechess conventions (docs/design.md, "Matches": pair k has A as White
 in game k.1 and as Black in k.2, from the same opening), fishtest's pentanomial bins (LL .. WW), and
-the files read back with `caligo.fow.notation.read_pgns` and `caligo.fow.transcript.Transcript`. """
+the files read back with `caligo.fow.notation.read_pgns` and `caligo.fow.transcript.Transcript`.
+"""
 
 from __future__ import annotations
 

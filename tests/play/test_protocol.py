@@ -2,7 +2,8 @@
 lines raise ProtocolError quoting them.
 
 Expected values: the message shapes written out in docs/protocol.md and docs/design.md, "The
-referee" (field names, "white"/"black", UCI moves, dark FENs from `Observation.dark_fen`). """
+referee" (field names, "white"/"black", UCI moves, dark FENs from `Observation.dark_fen`).
+"""
 
 from __future__ import annotations
 

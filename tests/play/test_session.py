@@ -4,7 +4,8 @@ Expected values: the FoW rules of Obscuro, appendix A (king capture wins; threef
 fifty-move draws need no claim) as `caligo.fow.game` implements them (tests/fow/test_game.py);
 the clock rules of issue 8 / docs/design.md, "The referee" (monotonic time from request to answer,
 increment after the move, a late answer loses); PGN read back with `caligo.fow.notation.read_pgn`
-and python-chess's PGN reader (for the tags and comments). """
+and python-chess's PGN reader (for the tags and comments).
+"""
 
 from __future__ import annotations
 

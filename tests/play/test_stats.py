@@ -5,7 +5,8 @@ logistic Elo, its 95% interval and LOS), `LLRcalc.py` (`regularize`, `results_to
 `LLR_alt2`, `LLR_logistic` through `MLE_expected`, `LLR_normalized` through `MLE_t_value`,
 `nelo_divided_by_nt = 800/ln 10`) and `sprt.py` (bounds ln(beta/(1-alpha)), ln((1-beta)/alpha));
 docs/design.md, "Matches" for Obscuro's 834/33/133 against ZS21 (+302 Elo, 95% CI about [+274,
-+333]); Obscuro, section 4 for the exact binomial p = 0.0118 of 16 wins in 20 games. """
++333]); Obscuro, section 4 for the exact binomial p = 0.0118 of 16 wins in 20 games.
+"""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ Sources: Table 1 of Zhang & Sandholm 2021 (the paper's printed blueprint column,
 unit of its last printed digit; the conventions are those of docs/design.md, "Reference
 values"); Proposition 3's exploitabilities worked out by hand in
 `caligo.experiments.counterexample`'s docstring (blueprint 4/N, nested 1-KLSS 1); Theorem 9 /
-Proposition 8 (u(x', y*) = v*). Long runs are marked slow and shrink when CALIGO_SHORT=1. """
+Proposition 8 (u(x', y*) = v*). Long runs are marked slow and shrink when CALIGO_SHORT=1.
+"""
 
 from __future__ import annotations
 

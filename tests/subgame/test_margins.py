@@ -4,7 +4,8 @@ Sources: the sign pattern is Ha 2016, section I.6's result (endgame solving -518
 re-solving 8.79 +- 2.45, max-margin 101.49 +- 7.09 mbb/g); Resolve's non-negative margins are Ha
 2016, chapter H (the re-solving LP keeps every root CBV at or below the blueprint's: the blueprint
 is feasible with value 0); the margin itself is Ha 2016, Definition 5, recomputed here by hand from
-`best_response` infoset values. """
+`best_response` infoset values.
+"""
 
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ the strategy from the last solve of each chain, solve sets closed under ancestor
 gadget runs are checked against hand-derived values: Zhang & Sandholm 2021, Proposition 3 (blueprint
 4/N, nested maxmargin 1-KLSS exploitability exactly 1, derivation in
 `caligo.experiments.counterexample`), and Zhang & Sandholm 2021, section 7's epsilon = 0 claim (an
-exact NE blueprint stays unexploitable, < 1e-9). """
+exact NE blueprint stays unexploitable, < 1e-9).
+"""
 
 from __future__ import annotations
 
@@ -130,7 +131,8 @@ def test_nested_random_full_support_leduc(seed: int) -> None:
 
     Expected values from the gadget construction (Zhang & Sandholm 2021, appendix C, "the blueprint
     has every branch value 0"): the previous level's strategy is feasible in every maxmargin gadget
-    with value 0, so every level's LP optimum is >= 0, and the assembled strategy is a strategy. """
+    with value 0, so every level's LP optimum is >= 0, and the assembled strategy is a strategy.
+    """
     from caligo.core.best_response import best_response
     from caligo.core.strategy import check_strategy
     from caligo.subgame.nested import solve_step

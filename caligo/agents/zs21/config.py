@@ -1,7 +1,8 @@
 """`ZS21Config` (frozen, validated), its enums, the budget of one decision, and the result.
 
 Defaults are Zhang & Sandholm 2021, appendix D's: L = 200 particles, M = 10^7, Reach subgame solving
-with transposition merging, Maxmargin first with the switch to Resolve (D.4), exact LP solves. """
+with transposition merging, Maxmargin first with the switch to Resolve (D.4), exact LP solves.
+"""
 
 from __future__ import annotations
 

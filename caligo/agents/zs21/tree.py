@@ -161,8 +161,7 @@ def zs21_strategy(tree: GameTree, config: ZS21Config, seat: int, seed: int = 0,
 
 def zs21_exploitability(tree: GameTree, config: ZS21Config, seed: int = 0,
                         evaluator: Evaluator | None = None) -> Exploitability:
-    """Exact exploitability of ZS21 in both seats (Zhang & Sandholm 2021's per seat, and NashConv /
-    2)."""
+    """Exact exploitability of ZS21 in both seats (per seat, Zhang & Sandholm 2021; NashConv/2)."""
     s0 = zs21_strategy(tree, config, 0, seed, evaluator).strategy
     s1 = zs21_strategy(tree, config, 1, seed, evaluator).strategy
     return exploitability_of(tree, combine(tree, s0, s1), game_value(tree))

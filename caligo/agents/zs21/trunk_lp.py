@@ -1,11 +1,11 @@
-"""The trunk as a sequence-form game, solved exactly (Zhang & Sandholm 2021, appendix D.2, Algorithm
-15 line 23).
+"""The trunk as a sequence-form game, solved exactly (Zhang & Sandholm 2021, appendix D.2).
 
 ZS21 solves its trunk "exactly (e.g., with an LP solver)": Algorithm 15 reasons about the
-support of the solution (which nodes to expand next), so an exact method is wanted (Zhang & Sandholm
-2021, appendix E). `export(arena, layer, searcher, penalty)` turns the trunk held in a search
-`Arena` into a `caligo.core.tree.GameTree` plus extra payoffs B, and `solve` solves it with
-`caligo.core.lp.solve_player` (HiGHS) for both players, so the LP is the core's.
+support of the solution (which nodes to expand next), so an exact method is wanted (Zhang &
+Sandholm 2021, appendix E; Algorithm 15, line 23). `export(arena, layer, searcher, penalty)`
+turns the trunk held in a search `Arena` into a `caligo.core.tree.GameTree` plus extra payoffs
+B, and `solve` solves it with `caligo.core.lp.solve_player` (HiGHS) for both players, so the LP
+is the core's.
 
 The exported game is Algorithm 12's gadget (Zhang & Sandholm 2021, appendix E):
 
