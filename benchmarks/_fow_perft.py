@@ -89,7 +89,7 @@ def _pychess_perft(board: chess.Board, depth: int) -> int:
 
 
 class _Stockfish:
-    """Minimal raw-UCI client (python-chess's engine wrapper is slower; DESIGN.md)."""
+    """Minimal raw-UCI client (python-chess's engine wrapper is slower; docs/design.md)."""
 
     def __init__(self, path: str) -> None:
         self.proc = subprocess.Popen(

@@ -13,7 +13,7 @@ Measured in one run (issue 9, "Speed"; targets for 2 cores):
 - builtin_nodes_per_s: the same searches with the built-in evaluator. Target >= 200,000.
 - nodes_5s: tree nodes after one 5 s move with Stockfish (the mean over positions; one
   position with --short). Target >= 150,000 (Obscuro: 1,070,552 on average with 5 s per move
-  on 10+ cores in C++, seed 001 appendix D).
+  on 10+ cores in C++, Obscuro, appendix D).
 
 The Stockfish share of the expander's time, solver iterations per second and the same search
 with two expander threads are printed beside. Wall-clock figures depend on the machine's load;
@@ -38,7 +38,8 @@ from caligo.cli.cmd_bench import bench_parser, short_run
 HERE = Path(__file__).resolve().parent
 
 PAPER = {"expansions_per_s": 6_000.0, "nodes_per_s": 180_000.0, "nodes_5s": 1_070_552.0}
-"""Obscuro's figures (seed 001 appendix D; per second derived in design/SEARCH.md 1.8)."""
+"""Obscuro's figures (Obscuro, appendix D; per second derived in docs/design.md, "Obscuro's reported
+numbers")."""
 TARGETS = {"sf_call_ms": 0.8, "expansions_per_s": 1_000.0, "nodes_per_s": 30_000.0,
            "builtin_nodes_per_s": 200_000.0, "nodes_5s": 150_000.0}
 

@@ -6,9 +6,9 @@ Measured in one run (issue 7, "Speed"):
 - R1 = arena PCFR+ node visits per second / the core's compiled-tree PCFR+ node visits per
   second, both on fully expanded Leduc, same process, same iterations. The core's sequence-form
   pass visits no nodes; its work is counted as the tree's node count per iteration (how
-  design/SEARCH.md section 4.4 quotes its 134M node-iterations/s). The arena's visits are the
-  nodes its two passes actually enter (pruning makes that fewer than 2 x nodes). The
-  iterations-per-second ratio is printed too, and the core's history-by-history tree
+  docs/design.md, "The arena, the solver and the expanders" quotes its 134M node-iterations/s). The
+  arena's visits are the nodes its two passes actually enter (pruning makes that fewer than 2 x
+  nodes). The iterations-per-second ratio is printed too, and the core's history-by-history tree
   traversal (`Traversal.TREE`) beside it. Target >= 0.5.
 - N1 = nodes added per second by one-sided GT-CFR expansion (walk, game.expand, evaluator,
   append, commit) on liars_dice(dice_sides=5) with the zero evaluator, in the deterministic
@@ -96,7 +96,8 @@ def _expansion(short: bool) -> tuple[float, int, float]:
 
     tree = load_game("liars_dice(dice_sides=5)")
     # about 110 walks per solver iteration: Obscuro's ratio (about 6k expansions/s against
-    # about 50 iterations/s on a 10^6-node tree; design/SEARCH.md sections 1.8 and 4.4)
+    # about 50 iterations/s on a 10^6-node tree; docs/design.md, "Obscuro's reported numbers" and
+    # "The arena, the solver and the expanders")
     iters, walks = (40, 4000) if short else (120, 12000)
     warm = GrowingTreeSearch(TreeGame(tree), ZeroEvaluator(),
                              SearchConfig(budget=Iterations(3), expansions=50), 0,

@@ -9,8 +9,8 @@ Measured in one run:
   information term's form, to see how often each ends a move in Resolve. Per move: trunk
   nodes, deepening iterations, leaf expansions, LP solves, depth, |P|; overall LP solves per
   second of LP time, leaf expansions per second and the LP's share of the time. Issue 9 asks
-  for "LP solves per second, trunk nodes per move at 1 s"; seed 000 gives no figure to compare
-  with (ZS21 ran on 6 cores, appendix D).
+  for "LP solves per second, trunk nodes per move at 1 s"; Zhang & Sandholm 2021 gives no figure to
+  compare with (ZS21 ran on 6 cores, appendix D).
 - The trunk LP: one HiGHS call reading the opponent's plan from the duals (what ZS21 runs)
   against `caligo.core.lp.solve_player` once per player, on the same FoW trunk (White's first
   move after 1,000 leaf expansions with the built-in evaluator; 300 with --short).

@@ -2,7 +2,7 @@
 
 Every specific exception (a bad game string, a malformed FEN, an LP that HiGHS rejects, a broken
 protocol message) derives from `CaligoError`, so the command line and servers catch one class
-and print its message. This module sits outside the layers (DESIGN.md) and imports nothing, so
+and print its message. This module sits outside the layers (docs/design.md) and imports nothing, so
 every layer, `caligo.fow` included, may derive from it.
 """
 

@@ -1,7 +1,7 @@
 """The package's front door: lazy top-level exports, light imports, metadata.
 
 The expected numbers are Kuhn's 58 nodes (Zhang & Sandholm 2021, Table 2) and OpenSpiel's
-uniform-policy NashConv 11/12 on Kuhn (../shared/reference/values.md).
+uniform-policy NashConv 11/12 on Kuhn (docs/design.md, "Reference values").
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import caligo
 
 def _python(code: str) -> str:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True)
+                          check=True, timeout=120)
     return done.stdout.strip()
 
 

@@ -1,4 +1,4 @@
-"""Caligo agents: the `Agent` interface and the agents built on it (see DESIGN.md for layering).
+"""Caligo agents: the `Agent` interface and the agents built on it (layering: docs/design.md).
 
 `caligo.agents.base` defines the interface (`Agent`, `Decision`, `Clock`, `TimeControl`);
 `caligo.agents.registry` maps names such as ``random:seed=3`` or ``cmd:./engine`` to agents;

@@ -1,10 +1,11 @@
-"""The agent interface: what every Fog of War player offers the referee (SEARCH.md section 5).
+"""The agent interface: what every Fog of War player offers the referee (docs/design.md, "Agents").
 
 Model: OpenSpiel's bot API (`open_spiel/spiel_bots.h`: `Step`, `InformAction`, `RestartAt`,
 `ForceAction`, `StepWithPolicy`), made push-style and observation-only as reconchess's `Player`
-is (PLAY.md 1.1). An agent never sees the true position: it is built from its own observations,
-its own moves and the public start position, so everything it decides is a function of its
-transcript (seed 001 appendix A: a player always knows their exact set of legal moves).
+is (docs/design.md, "The engine protocol"). An agent never sees the true position: it is built from
+its own observations, its own moves and the public start position, so everything it decides is a
+function of its transcript (Obscuro, appendix A: a player always knows their exact set of legal
+moves).
 
 Call order for one game (the referee, `caligo.play`, guarantees it)::
 

@@ -1,10 +1,10 @@
 """`ExternalAgent`: any engine that speaks `caligo-fow` v1 (docs/protocol.md), as a subprocess.
 
-The engine runs as a child process with JSON lines on its stdin/stdout (PLAY.md 1.2, 2.2
-`EngineProcess`). Reads have deadlines (`select` on the pipe, never a blocking read), lines have
-a size limit, stderr is drained by a thread (its tail is quoted when the engine dies), and the
-process is checked with `isready` before every game and restarted if it crashed or stopped
-answering (fastchess's `-recover`).
+The engine runs as a child process with JSON lines on its stdin/stdout (docs/design.md, "The
+referee" `EngineProcess`). Reads have deadlines (`select` on the pipe, never a blocking read), lines
+have a size limit, stderr is drained by a thread (its tail is quoted when the engine dies), and the
+process is checked with `isready` before every game and restarted if it crashed or stopped answering
+(fastchess's `-recover`).
 
 What the engine sends is judged, never trusted: a malformed, oversized or unknown line, a stale
 or out-of-order answer is skipped and counted (`SkipLog`: the first few are logged with their

@@ -1,7 +1,7 @@
 """Fog of War chess as the search sees it: `FowSearchGame`, `FowBelief` and `FowEvaluator`.
 
-`caligo.search` is game-agnostic and must not import `caligo.fow` (DESIGN.md layering); this
-module is the glue (design/SEARCH.md sections 2, 4.2 and 4.9).
+`caligo.search` is game-agnostic and must not import `caligo.fow` (docs/design.md, "Layout"); this
+module is the glue (docs/design.md, "Agents" and "The game interface and the evaluators").
 
 `FowSearchGame` implements `caligo.search.game.SearchGame` over a flat position store: a
 uint64 array of rows of `POS_WORDS` (16) words, growing by chunks and never holding a Python
@@ -16,12 +16,13 @@ key together with the player's own action. `state_key` is the Zobrist key
 (the rules cannot list an infoset; the belief set is the player's own).
 
 `FowBelief` is the search's `BeliefTracker` over `caligo.fow.BeliefSet` (the exact set P of
-positions consistent with the player's observations; seed 001 section 3). Its memory cap is
+positions consistent with the player's observations; Obscuro, section 3). Its memory cap is
 `BeliefConfig.max_positions`; past it P is a uniform subsample and `exact` says so. Because the
 search's tracker receives only the observation's key, the caller first hands it the
 `Observation` (`expect`), or passes the `Observation` itself to `update`. `sample` draws
 uniformly without replacement from P minus the states already in the tree (by Zobrist key), as
-seed 001 Fig. 9 line 11 and seed 000 Algorithm 15 line 16 ask; weights are 1 (no chance in FoW).
+Obscuro, Fig. 9 line 11 and Zhang & Sandholm 2021, Algorithm 15 line 16 ask; weights are 1 (no
+chance in FoW).
 
 `FowEvaluator` is the search's `Evaluator` over a `caligo.fow` leaf evaluator
 (`SimpleEvaluator`, `StockfishPool`): White's (player 0's) values in [-1, 1], one
@@ -209,8 +210,8 @@ def _positions_zobrist_kernel(positions: np.ndarray, out: np.ndarray) -> int:
 @njit(cache=True, nogil=True)
 def _forcing_kernel(store: np.ndarray, parents: np.ndarray, children: np.ndarray,
                     moves: np.ndarray, out: np.ndarray) -> int:
-    """out[i] = child i is a capture, a promotion or gives check (seed 000 D.2's "forcing"
-    moves); returns 0.
+    """out[i] = child i is a capture, a promotion or gives check (Zhang & Sandholm 2021, appendix
+    D.2's "forcing" moves); returns 0.
 
     store uint64 (rows, 16); parents, children int64 (n,) (child i was reached from parents[i]
     by moves[i], int32 (n,)); out bool (n,). A capture leaves the side to move of the child
@@ -383,7 +384,8 @@ class FowSearchGame:
         return None
 
     def forcing(self, parents: I64, children: I64, actions: np.ndarray) -> np.ndarray:
-        """bool per child: a capture, a promotion or a check (seed 000 D.2's move ordering)."""
+        """bool per child: a capture, a promotion or a check (Zhang & Sandholm 2021, appendix D.2's
+        move ordering)."""
         p = self._check(parents)
         c = self._check(children)
         if p.size != c.size:

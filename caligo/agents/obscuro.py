@@ -1,6 +1,6 @@
-"""`ObscuroAgent`: the Obscuro engine of seed 001 playing Fog of War chess.
+"""`ObscuroAgent`: the Obscuro engine of Zhang & Sandholm 2025 playing Fog of War chess.
 
-One move, as seed 001 Fig. 8 and design/SEARCH.md section 1.9 describe it:
+One move, as Obscuro, Fig. 8 and docs/design.md, "One move of Obscuro's search" describe it:
 
 1. **P update** (`observe`): the exact set P of positions consistent with the agent's
    observations (`caligo.fow.BeliefSet` through `FowBelief`), updated after every ply. Its memory
@@ -13,10 +13,10 @@ One move, as seed 001 Fig. 8 and design/SEARCH.md section 1.9 describe it:
    solver thread and `expanders` expander threads; the expanders stop first, section 3.4).
 4. **Purify** (Fig. 8, C.8) and play.
 
-The evaluator is Stockfish (`StockfishPool`, one depth-1 MultiPV call per expanded leaf, seed
-001 C.5) when the binary is found, the built-in `SimpleEvaluator` otherwise (`eval=auto`), or
-either one on request. `Ablation` presets turn off one technique of seed 001 section 4.1 each
-(or all four, or swap in the simple evaluation).
+The evaluator is Stockfish (`StockfishPool`, one depth-1 MultiPV call per expanded leaf, Obscuro,
+appendix C.5) when the binary is found, the built-in `SimpleEvaluator` otherwise (`eval=auto`), or
+either one on request. `Ablation` presets turn off one technique of Obscuro, section 4.1 each (or
+all four, or swap in the simple evaluation).
 
 **Time** (`caligo.agents.timing`): the move starts when the opponent's move is observed;
 `MoveTimer.plan` turns the referee's clock (and the agent's own `budget` option) into the
@@ -124,12 +124,12 @@ class EvalChoice(Enum):
     """Which leaf evaluator the search uses."""
 
     AUTO = "auto"  # Stockfish when the binary is found, else the built-in evaluation
-    STOCKFISH = "stockfish"  # seed 001 C.5 (an error when the binary is missing)
-    SIMPLE = "simple"  # material + visible squares (seed 001 section 4.1, ablation 6)
+    STOCKFISH = "stockfish"  # Obscuro, appendix C.5 (an error when the binary is missing)
+    SIMPLE = "simple"  # material + visible squares (Obscuro, section 4.1, ablation 6)
 
 
 class Ablation(Enum):
-    """Seed 001 section 4.1: the agent with one technique turned off (or all four)."""
+    """Obscuro, section 4.1: the agent with one technique turned off (or all four)."""
 
     NONE = "none"  # full Obscuro
     NO_PURIFY = "no_purify"  # 1: mix over all stable actions, also under Resolve, no top-3
@@ -152,7 +152,7 @@ class Ablation(Enum):
 
     @property
     def purifies(self) -> bool:
-        """False for the ablations that play seed 001's "purification off" policy."""
+        """False for the ablations that play Obscuro's "purification off" policy."""
         return self not in (Ablation.NO_PURIFY, Ablation.ALL_OFF)
 
 
@@ -259,7 +259,7 @@ class ObscuroConfig:
     """Everything an `ObscuroAgent` needs; validated at construction.
 
     budget: the agent's own budget (`auto`: the referee's time control). evaluator, ablation:
-    above. subgame: the subgame built at a decision (KLUSS in seed 001; the `klss` ablations
+    above. subgame: the subgame built at a decision (KLUSS in Obscuro; the `klss` ablations
     override it). expand_ratio: leaf expansions per solver iteration under an iteration budget (the
     deterministic schedule spreads them over the iterations). min_roots: Fig. 9's
     MININFOSETSIZE. expanders: expander threads under a time budget. max_nodes: the arena's
@@ -706,7 +706,7 @@ class ObscuroAgent(AgentBase):
         return replace(decision, info=info)
 
     def _choose(self, res: SearchResult, legal: Sequence[int]) -> tuple[int, np.ndarray]:
-        """Sample the move from the purified policy (or seed 001's "purification off" one)."""
+        """Sample the move from the purified policy (or Obscuro's "purification off" one)."""
         assert self._search is not None
         if self.config.ablation.purifies:
             play = res.play

@@ -1,11 +1,11 @@
 """`PolicyAgent`: plays a fixed policy of its information state, for small and scripted tests.
 
 A FoW information state is the player's sequence of own moves and observations from the public
-start (seed 001 appendix B: an infoset is a player's sequence). `InfoState.key()` writes it as
+start (Obscuro, appendix B: an infoset is a player's sequence). `InfoState.key()` writes it as
 text, so a policy can be a table `{key: {uci: probability}}`, or any function of the
 `InfoState`; `PolicyAgent.scripted(["e2e4", ...])` plays a fixed move list (the k-th own turn
-plays the k-th move). This is OpenSpiel's tabular-policy bot for FoW chess (SEARCH.md section
-5): deterministic given the game seed, and a function of the transcript only.
+plays the k-th move). This is OpenSpiel's tabular-policy bot for FoW chess (docs/design.md,
+"Agents"): deterministic given the game seed, and a function of the transcript only.
 """
 
 from __future__ import annotations

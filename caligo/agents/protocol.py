@@ -1,4 +1,4 @@
-"""The `caligo-fow` engine protocol v1: JSON lines over stdio (PLAY.md 1.2; docs/protocol.md).
+"""The `caligo-fow` engine protocol v1: JSON lines over stdio (docs/protocol.md).
 
 One JSON object per line, UTF-8, keys in a fixed order, no spaces: the same message always
 encodes to the same bytes (the leak tests compare bytes). Unknown fields are ignored; unknown
@@ -19,7 +19,7 @@ true position, the opponent's moves, the half-move clock, repetition counts or t
 
 This module lives in `caligo.agents` (not `caligo.play`) because both sides use it: the referee
 (`caligo.play`) and `ExternalAgent` (`caligo.agents.external`), and the layering lets play import
-agents but not the reverse (DESIGN.md).
+agents but not the reverse (docs/design.md).
 """
 
 from __future__ import annotations

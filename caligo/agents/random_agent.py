@@ -1,6 +1,6 @@
-"""`RandomAgent`: uniform over the FoW-legal moves, seeded (SEARCH.md section 5).
+"""`RandomAgent`: uniform over the FoW-legal moves, seeded (docs/design.md, "Agents").
 
-Obscuro won 1000 of 1000 games against a random mover (seed 001 section 4.2), which makes this
+Obscuro won 1000 of 1000 games against a random mover (Obscuro, section 4.2), which makes this
 agent a sanity gate for every engine and the workhorse of the referee's tests and benchmarks.
 Its policy is the uniform distribution it samples from; its game seed comes from `new_game`
 (the referee derives one per game and seat), mixed with the optional `seed` option so two

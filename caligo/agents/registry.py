@@ -10,7 +10,7 @@ Registering an agent is one call, made here for Caligo's own agents (factories a
 ``caligo.agents`` entry-point group (the entry point is a function that calls `register`)::
 
     register("obscuro", "caligo.agents.obscuro:ObscuroAgent.from_options", strength=100,
-             requires=stockfish_missing, description="Obscuro search (seed 001)")
+             requires=stockfish_missing, description="Obscuro search (Zhang & Sandholm 2025)")
 
 `strongest()` names the registered agent with the highest `strength` whose `requires` check
 passes: the web page plays it, so a new, stronger agent takes over without changes to callers.
@@ -208,7 +208,7 @@ register(
     "zs21",
     "caligo.agents.zs21.agent:ZS21Agent.from_options",
     strength=50,
-    description="ZS21 (seed 000 appendix D): nested 1-KLSS with exact LP solves "
+    description="ZS21 (Zhang & Sandholm 2021, appendix D): nested 1-KLSS with exact LP solves "
     "(options: budget=mt=1|iters=N, evaluator=auto|stockfish|simple, seed=N, particles=L, "
     "penalty=text|algorithm|off, max_nodes=N, max_positions=N)",
 )
@@ -228,7 +228,8 @@ register(
     "obscuro",
     "caligo.agents.obscuro:ObscuroAgent.from_options",
     strength=100,
-    description="Obscuro search (seed 001): KLUSS + one-sided GT-CFR + PCFR+, Stockfish leaves "
+    description="Obscuro search (Zhang & Sandholm 2025): KLUSS + one-sided GT-CFR + PCFR+, "
+    "Stockfish leaves "
     "when found (options: budget=auto|iters=N|mt=S, eval=auto|stockfish|simple, "
     "ablation=none|no_purify|klss|two_sided|uniform_prior|all_off|simple_eval, "
     "subgame=kluss|klss|common_knowledge, expand=R, "

@@ -1,12 +1,12 @@
 """`StockfishPIAgent`: Stockfish's move in one position sampled from P (the naive baseline).
 
-"Guess and best-respond" (design/SEARCH.md section 5): the agent keeps the exact set P of
+"Guess and best-respond" (docs/design.md, "Agents"): the agent keeps the exact set P of
 positions consistent with its observations (`caligo.fow.BeliefSet`, as Obscuro does), and at
 each move draws one position of P uniformly (seeded by the game's seed) and plays what Stockfish
 would play there, as if the game were ordinary chess with that position on the board. It never
 reasons about what the opponent knows, which is exactly what Obscuro's search adds.
 
-What Stockfish cannot be asked (DESIGN.md "Stockfish traps") is decided first:
+What Stockfish cannot be asked (docs/design.md, "Traps") is decided first:
 
 - the enemy king is visible and capturable: every position of P shows it (the observation is
   the same), so the capture is played (FoW's only winning move, and one Stockfish refuses to

@@ -306,21 +306,47 @@ examples:
 Ctrl-C prints the result reached so far (exit status 130)."""
 
 
+GAMES_EPILOG = """\
+examples:
+  caligo games list                             the games Caligo can load
+  caligo games stats --plot out/table2.png      Zhang & Sandholm 2021, Table 2
+  caligo games show 'liars_dice(dice_sides=5)'  one game's sizes"""
+
+GAMES_LIST_EPILOG = """\
+examples:
+  caligo games list
+  caligo games list --json"""
+
+GAMES_STATS_EPILOG = """\
+examples:
+  caligo games stats                            the paper's numbers beside ours
+  caligo games stats --markdown --plot out/ik.png"""
+
+GAMES_SHOW_EPILOG = """\
+examples:
+  caligo games show leduc_poker
+  caligo games show 'matching_pennies_n(n=100)' --json
+  caligo games show 'goofspiel(num_cards=4,imp_info=True,points_order=random)'"""
+
+
 def register(sub: Any) -> None:
     """Add `games` and `solve`."""
     games = sub.add_parser("games", help="list games, show a game's size, Table 2",
                            description="List games, show one game's size, or print Zhang & "
-                           "Sandholm 2021's Table 2.", formatter_class=HelpFormatter)
+                           "Sandholm 2021's Table 2.", epilog=GAMES_EPILOG,
+                           formatter_class=HelpFormatter)
     gsub = games.add_subparsers(dest="games_command", required=True, metavar="SUBCOMMAND")
     lst = gsub.add_parser("list", help="the games Caligo can load",
                           description="Built-in games, the papers' games and the OpenSpiel "
-                          "games of the right kind.", formatter_class=HelpFormatter)
+                          "games of the right kind.", epilog=GAMES_LIST_EPILOG,
+                          formatter_class=HelpFormatter)
     lst.add_argument("--json", action="store_true", help="print JSON instead of text")
     lst.set_defaults(func=_games_list)
     stats = gsub.add_parser(
         "stats", help="Table 2 of Zhang & Sandholm 2021, the paper's numbers beside ours",
         description="Nodes, infosets, knowledge-graph diameter and average |I^k| of the seven "
-        "games of Zhang & Sandholm 2021, Table 2 (about 3 s).", formatter_class=HelpFormatter)
+        "games of Zhang & Sandholm 2021, Table 2 (about 3 s).", epilog=GAMES_STATS_EPILOG,
+        formatter_class=HelpFormatter)
     fmt = stats.add_mutually_exclusive_group()
     fmt.add_argument("--markdown", action="store_true", help="print a Markdown table")
     fmt.add_argument("--json", action="store_true", help="print JSON")
@@ -328,7 +354,8 @@ def register(sub: Any) -> None:
                        help="also draw average |I^k| against k per game (log y)")
     stats.set_defaults(func=_games_stats)
     show = gsub.add_parser("show", help="sizes of one game", description="Build a game's "
-                           "tree and print its sizes.", formatter_class=HelpFormatter)
+                           "tree and print its sizes.", epilog=GAMES_SHOW_EPILOG,
+                           formatter_class=HelpFormatter)
     show.add_argument("game", metavar="GAME", help=GAME_HELP)
     show.add_argument("--max-nodes", type=positive_count, default=DEFAULT_MAX_NODES,
                       help="refuse games with more nodes")

@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from caligo.cli._util import HelpFormatter
+
 _SIDES = ("white", "black")
 
 
@@ -272,17 +274,44 @@ def _view(args: argparse.Namespace) -> int:
     return 0
 
 
+FOW_EPILOG = """\
+examples:
+  caligo match --engine random --engine random --rounds 5 --pgn games.pgn   games to look at
+  caligo fow perft startpos 4                   197,742 FoW move sequences
+  caligo fow belief games.pgn --as white        |P| after every ply
+  caligo fow view games.pgn --ply 10 --as black -o board.svg"""
+
+BELIEF_EPILOG = """\
+examples:
+  caligo fow belief games.pgn --as white
+  caligo fow belief games.pgn --game 3 --json
+  caligo fow belief games.pgn --as black --plot belief.png"""
+
+PERFT_EPILOG = """\
+examples:
+  caligo fow perft startpos 4                   197,742 (FoW allows moves into check)
+  caligo fow perft startpos 4 --chess           197,281, the published chess count
+  caligo fow perft startpos 2 --divide          the count below each first move"""
+
+VIEW_EPILOG = """\
+examples:
+  caligo fow view games.pgn --ply 10 --as white -o board.svg
+  caligo fow view games.pgn --game 2 --ply 0 --as black --json"""
+
+
 def register(sub: Any) -> None:
     """Add this area's sub-commands."""
-    fow = sub.add_parser("fow", help="Fog of War chess tools")
+    fow = sub.add_parser("fow", help="Fog of War chess tools", epilog=FOW_EPILOG,
+                         formatter_class=HelpFormatter)
     fsub = fow.add_subparsers(dest="fow_command", required=True)
-    fmt = argparse.ArgumentDefaultsHelpFormatter
+    fmt = HelpFormatter
 
     p = fsub.add_parser(
         "belief",
         help="print the size of a player's set P after every ply",
         description="Replay a FoW game and print, after every ply, how many positions each "
-        "player cannot tell apart (the belief set P of seed 001), then the result.",
+        "player cannot tell apart (the belief set P of Obscuro, section 3), then the result.",
+        epilog=BELIEF_EPILOG,
         formatter_class=fmt,
     )
     p.add_argument("pgn", help="PGN file of FoW games ('-' reads standard input)")
@@ -303,6 +332,7 @@ def register(sub: Any) -> None:
         help="count move sequences from a position (FoW rules; --chess for chess)",
         description="Count the FoW move sequences of length DEPTH from FEN (king captures end "
         "a line). --divide prints the count below each first move.",
+        epilog=PERFT_EPILOG,
         formatter_class=fmt,
     )
     p.add_argument("fen", help="position as FEN, or 'startpos'")
@@ -316,6 +346,7 @@ def register(sub: Any) -> None:
         help="draw what one player sees after a ply of a game (SVG or JSON)",
         description="Replay a FoW game to ply N and write the player's view: only what they "
         "observe, fog hatched, their legal moves, own last move and lost pieces as hints.",
+        epilog=VIEW_EPILOG,
         formatter_class=fmt,
     )
     p.add_argument("pgn", help="PGN file ('-' reads standard input)")

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from caligo.cli._util import HelpFormatter
+
 _ENGINE_HELP = (
     "an agent: a registry name with options (random, random:seed=3) or cmd:COMMAND ARGS for an "
     "external engine speaking caligo-fow"
@@ -119,10 +121,27 @@ def summary(result: Any) -> list[str]:
     return lines
 
 
+ENGINE_EPILOG = """\
+examples:
+  caligo engine --list                          the agents and their options
+  caligo engine --agent obscuro:budget=iters=4000
+  caligo engine --agent random:seed=7           then send it {"type":"hello", ...} lines
+
+docs/protocol.md has the messages."""
+
+MATCH_EPILOG = """\
+examples:
+  caligo match --engine random --engine random --rounds 100
+  caligo match --engine obscuro:budget=iters=400 --engine zs21 --rounds 50 --tc none --db m.db
+  caligo match --engine obscuro --engine stockfish-pi --tc 60+0.6 --sprt elo0=0,elo1=10
+  caligo match --engine obscuro --engine obscuro --tc mt=2 --tc mt=1 --pgn scale.pgn   time odds"""
+
+
 def register(sub: Any) -> None:
     """Add this area's sub-commands."""
     p = sub.add_parser(
-        "engine", help="serve an agent over the caligo-fow JSON-lines protocol on stdin/stdout"
+        "engine", help="serve an agent over the caligo-fow JSON-lines protocol on stdin/stdout",
+        epilog=ENGINE_EPILOG, formatter_class=HelpFormatter,
     )
     p.add_argument("--agent", default="random", help=_ENGINE_HELP + " (default: random)")
     p.add_argument("--list", action="store_true", help="list the registered agents and exit")
@@ -133,6 +152,7 @@ def register(sub: Any) -> None:
         help="play colour-swapped pairs between two engines (Elo, pentanomial, SPRT)",
         description="Play a match of colour-swapped pairs and report W-D-L, pentanomial counts,"
         " Elo with 95% intervals, LOS, SPRT and an exact binomial test.",
+        epilog=MATCH_EPILOG, formatter_class=HelpFormatter,
     )
     m.add_argument("--engine", action="append", required=True, help=_ENGINE_HELP + "; give two")
     m.add_argument("--rounds", type=int, default=10, help="number of pairs (default 10)")

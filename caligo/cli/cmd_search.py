@@ -1,8 +1,8 @@
 """Sub-commands of the search area.
 
 - `caligo search exploitability GAME [--budget 10,100,1000] [--seeds R] [switches]`: the exact
-  exploitability of the search agent (both seats, seed 000's definition per seat and NashConv /
-  2), one row per budget; `--json` / `--csv` write the rows.
+  exploitability of the search agent (both seats, Zhang & Sandholm 2021's definition per seat and
+  NashConv / 2), one row per budget; `--json` / `--csv` write the rows.
 - `caligo search run GAME [--seat S | --infoset NAME] [--budget N] [switches]`: one search at a
   first decision, printing the `SearchResult` (policy, purified policy, tree size, timings).
 - `caligo search study [--out DIR] [--games ...] [--short]`: the full grid of docs/search.md,
@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from caligo.cli._util import HelpFormatter
 from caligo.search.config import (
     AlternateValues,
     CarryOver,
@@ -164,12 +165,38 @@ def _study(args: argparse.Namespace) -> int:
     return 0
 
 
+SEARCH_EPILOG = """\
+examples:
+  caligo search exploitability kuhn_poker       both seats, budgets 10, 100, 1000
+  caligo search run leduc_poker --seat 1        one search: policy, tree, timings
+  caligo search study --short --out out/study"""
+
+EXPLOITABILITY_EPILOG = """\
+examples:
+  caligo search exploitability kuhn_poker
+  caligo search exploitability leduc_poker --budget 100,1000 --seeds 3 --json out/leduc.json
+  caligo search exploitability kuhn_poker --expansion one_sided --purification stable_top3"""
+
+RUN_EPILOG = """\
+examples:
+  caligo search run kuhn_poker
+  caligo search run leduc_poker --seat 1 --budget 2000 --evaluator zero"""
+
+STUDY_EPILOG = """\
+examples:
+  caligo search study --short --out out/study   budgets 10, 100, 1000 only
+  caligo search study --plot-only               rebuild docs/search's tables and figure"""
+
+
 def register(sub: Any) -> None:
     """Add `caligo search exploitability|run|study`."""
-    p = sub.add_parser("search", help="growing-tree search: exact exploitability of the agent")
+    p = sub.add_parser("search", help="growing-tree search: exact exploitability of the agent",
+                       epilog=SEARCH_EPILOG, formatter_class=HelpFormatter)
     ss = p.add_subparsers(dest="search_command", required=True)
-    e = ss.add_parser("exploitability", help="exact exploitability of the search agent")
-    r = ss.add_parser("run", help="one search at a first decision; print the SearchResult")
+    e = ss.add_parser("exploitability", help="exact exploitability of the search agent",
+                      epilog=EXPLOITABILITY_EPILOG, formatter_class=HelpFormatter)
+    r = ss.add_parser("run", help="one search at a first decision; print the SearchResult",
+                      epilog=RUN_EPILOG, formatter_class=HelpFormatter)
     for q in (e, r):
         q.add_argument("game", help="a game string (OpenSpiel or built-in)")
     e.add_argument("--budget", default="10,100,1000",
@@ -196,7 +223,8 @@ def register(sub: Any) -> None:
     e.add_argument("--csv", default=None, help="write the rows as CSV")
     e.set_defaults(func=_exploitability)
     r.set_defaults(func=_run)
-    s = ss.add_parser("study", help="the exploitability grid of docs/search.md (resumable)")
+    s = ss.add_parser("study", help="the exploitability grid of docs/search.md (resumable)",
+                      epilog=STUDY_EPILOG, formatter_class=HelpFormatter)
     s.add_argument("--out", default="docs/search", help="output directory (default docs/search)")
     s.add_argument("--games", default=None, help="';'-separated game strings (default: all)")
     s.add_argument("--variants", default=None, help="comma-separated variant labels")

@@ -4,7 +4,7 @@
     caligo strength moves MATCH.db --engine NAME [--json OUT]
                                               means of the analysis an engine reported per
                                               move (`Decision.info`) over a match's games,
-                                              beside seed 001 appendix D's figures
+                                              beside Obscuro, appendix D's figures
 
 Both read files `caligo match` wrote; nothing is recomputed from the games.
 """
@@ -17,6 +17,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from caligo.cli._util import HelpFormatter
 from caligo.errors import CaligoError
 
 
@@ -33,7 +34,7 @@ PAPER_STATS = {
     "carried_infosets": 3_162.0,
     "belief": 17_264.0,
 }
-"""Seed 001 appendix D: averages over 1,000 games at 5 s per move (10 cores, 5 per side)."""
+"""Obscuro, appendix D: averages over 1,000 games at 5 s per move (10 cores, 5 per side)."""
 
 MOVE_FIELDS = ("belief", "nodes", "infosets", "carried_nodes", "carried_infosets", "depth",
                "iterations", "expansions", "sampled", "roots")
@@ -131,7 +132,7 @@ def _moves(args: argparse.Namespace) -> int:
     stats = move_stats(args.db, args.engine)
     print(f"{stats['engine']}: {stats['moves']} moves in {stats['games']} games, "
           f"{stats['ms_per_move']:.0f} ms per move")
-    print("| statistic (mean per move) | Caligo | seed 001 App. D (5 s/move, 10 cores) |")
+    print("| statistic (mean per move) | Caligo | Obscuro, appendix D (5 s/move, 10 cores) |")
     print("|---|---|---|")
     for key in ("plies_per_game", "depth", "nodes", "infosets", "carried_nodes",
                 "carried_infosets", "belief", "iterations", "expansions", "sampled", "roots"):
@@ -152,15 +153,31 @@ def _table(args: argparse.Namespace) -> int:
     return 0
 
 
+TABLE_EPILOG = """\
+examples:
+  caligo strength table docs/strength/random.json docs/strength/spi.json
+  caligo match --engine obscuro --engine random --rounds 10 --json r.json   then:
+  caligo strength table r.json"""
+
+MOVES_EPILOG = """\
+examples:
+  caligo match --engine obscuro --engine random --tc mt=1 --rounds 2 --db m.db   then:
+  caligo strength moves m.db --engine obscuro --json moves.json"""
+
+
 def register(sub: Any) -> None:
     """Add `caligo strength`."""
     p = sub.add_parser("strength", help="tables of match results and per-move statistics",
-                       description=__doc__.splitlines()[0] if __doc__ else None)
+                       description=__doc__.splitlines()[0] if __doc__ else None,
+                       epilog=TABLE_EPILOG + "\n" + MOVES_EPILOG.removeprefix("examples:\n"),
+                       formatter_class=HelpFormatter)
     s = p.add_subparsers(dest="strength_command", required=True, metavar="COMMAND")
-    t = s.add_parser("table", help="markdown rows of `caligo match --json` results")
+    t = s.add_parser("table", help="markdown rows of `caligo match --json` results",
+                     epilog=TABLE_EPILOG, formatter_class=HelpFormatter)
     t.add_argument("results", nargs="+", help="JSON files written by `caligo match --json`")
     t.set_defaults(func=_table)
-    m = s.add_parser("moves", help="an engine's per-move analysis averaged over a match")
+    m = s.add_parser("moves", help="an engine's per-move analysis averaged over a match",
+                     epilog=MOVES_EPILOG, formatter_class=HelpFormatter)
     m.add_argument("db", help="SQLite file written by `caligo match --db`")
     m.add_argument("--engine", required=True, help="the engine's name in the match")
     m.add_argument("--json", help="also write the statistics here")

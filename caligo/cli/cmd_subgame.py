@@ -170,9 +170,28 @@ examples:
     "comparison": f"""\
 row keys for --rows: {ROW_KEYS}
 
-example:
+examples:
+  caligo experiment comparison --quick
   caligo experiment comparison --workers 2 --json out/comparison_rows.json""",
+    "counterexample": """\
+examples:
+  caligo experiment counterexample
+  caligo experiment counterexample --quick --out out/counterexample""",
+    "affine": """\
+examples:
+  caligo experiment affine --quick
+  caligo experiment affine --out out/affine""",
+    "margins": """\
+examples:
+  caligo experiment margins --quick
+  caligo experiment margins --json out/margins.json     CFR+ protocol, then the exact LPs""",
 }
+
+EXPERIMENT_EPILOG = """\
+examples:
+  caligo experiment table1 --quick              small games, about 2 s
+  caligo experiment counterexample --out out/   Proposition 3, tables written into out/
+  caligo experiment margins --help"""
 
 
 def register(sub: Any) -> None:
@@ -181,7 +200,7 @@ def register(sub: Any) -> None:
                        ", ".join(EXPERIMENTS) + ")",
                        description="Reproduce the papers' experiments; each prints a table "
                        "and writes .md/.csv/.json (and .png) files into --out.",
-                       formatter_class=HelpFormatter)
+                       epilog=EXPERIMENT_EPILOG, formatter_class=HelpFormatter)
     esub = p.add_subparsers(dest="name", required=True, metavar="EXPERIMENT")
     for name in EXPERIMENTS:
         e = esub.add_parser(name, help=DESCRIPTIONS[name].split(":")[0],

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from caligo.cli._util import HelpFormatter
+
 WS_MAX_BYTES = 1 << 16
 """Frames above this are refused by the WebSocket layer itself (close code 1009)."""
 
@@ -109,11 +111,20 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+SERVE_EPILOG = """\
+examples:
+  caligo web serve                              open http://127.0.0.1:8000/
+  caligo web serve --port 8080 --agent obscuro:budget=mt=1
+  caligo web serve --port 0 --db games.sqlite --agent random   a free port, its own database"""
+
+
 def register(sub: Any) -> None:
     """Add this area's sub-commands."""
-    web = sub.add_parser("web", help="play Fog of War chess against Caligo in the browser")
+    web = sub.add_parser("web", help="play Fog of War chess against Caligo in the browser",
+                         epilog=SERVE_EPILOG, formatter_class=HelpFormatter)
     wsub = web.add_subparsers(dest="web_command", required=True)
-    p = wsub.add_parser("serve", help="start the web app and print its URL")
+    p = wsub.add_parser("serve", help="start the web app and print its URL",
+                        epilog=SERVE_EPILOG, formatter_class=HelpFormatter)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
     p.add_argument("--port", type=int, default=8000, help="port (0 picks a free one)")
     p.add_argument("--db", help=f"SQLite game database (default {default_db()})")

@@ -1,9 +1,9 @@
 """Sub-commands of the ZS21 agent (docs/zs21.md).
 
 - `caligo zs21 exploitability GAME [--budget 20,100] [--full] [switches]`: the exact
-  exploitability of ZS21 on a small game (both seats; seed 000's per seat and NashConv / 2), one
-  row per leaf-expansion budget; with `--full` the trunk is fully expanded, the first decision
-  solves the game from its start, and nested 1-KLSS from the same LP blueprint is printed
+  exploitability of ZS21 on a small game (both seats; Zhang & Sandholm 2021's per seat and NashConv
+  / 2), one row per leaf-expansion budget; with `--full` the trunk is fully expanded, the first
+  decision solves the game from its start, and nested 1-KLSS from the same LP blueprint is printed
   beside (`caligo.subgame.nested`, the same subgames the ZS21 tests compare against).
 """
 
@@ -13,7 +13,7 @@ import argparse
 import time
 from typing import Any
 
-from caligo.cli._util import count
+from caligo.cli._util import HelpFormatter, count
 
 
 def _budgets(text: str) -> list[int]:
@@ -68,11 +68,21 @@ def _exploitability(args: argparse.Namespace) -> int:
     return 0
 
 
+ZS21_EPILOG = """\
+examples:
+  caligo zs21 exploitability kuhn_poker         budgets of 20 and 100 leaf expansions
+  caligo zs21 exploitability kuhn_poker --full  a full trunk, beside nested 1-KLSS
+  caligo zs21 exploitability leduc_poker --budget 20 --particles 50 --penalty off"""
+
+
 def register(sub: Any) -> None:
     """Add `caligo zs21 exploitability`."""
-    p = sub.add_parser("zs21", help="the ZS21 agent (seed 000 appendix D) on small games")
+    p = sub.add_parser("zs21", help="the ZS21 agent (Zhang & Sandholm 2021, appendix D) on "
+                       "small games",
+                       epilog=ZS21_EPILOG, formatter_class=HelpFormatter)
     ss = p.add_subparsers(dest="zs21_command", required=True)
-    e = ss.add_parser("exploitability", help="exact exploitability of ZS21 on a small game")
+    e = ss.add_parser("exploitability", help="exact exploitability of ZS21 on a small game",
+                      epilog=ZS21_EPILOG, formatter_class=HelpFormatter)
     e.add_argument("game", help="a game string (OpenSpiel or built-in)")
     e.add_argument("--budget", default="20,100",
                    help="comma-separated leaf expansions per decision (default 20,100)")

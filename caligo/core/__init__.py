@@ -1,1 +1,1 @@
-"""Caligo core layer (see DESIGN.md for the layering)."""
+"""Caligo core layer (see docs/design.md for the layering)."""

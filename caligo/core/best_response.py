@@ -1,10 +1,10 @@
 """Best response, counterfactual best-response values, exploitability and NashConv.
 
-Seed 000 section 2 defines the counterfactual best-response value of the responder after Ia as
-the best value against the fixed strategy once Ia is played, normalized by the counterfactual
-reach sum_{h in I} p(h) x(h). We compute it in the sequence form: with g = the responder's
-payoff vector against the fixed player's realization plan (scattered from the terminals), a
-bottom-up pass over the responder's treeplex in reverse infoset id order gives
+Zhang & Sandholm 2021, section 2 defines the counterfactual best-response value of the responder
+after Ia as the best value against the fixed strategy once Ia is played, normalized by the
+counterfactual reach sum_{h in I} p(h) x(h). We compute it in the sequence form: with g = the
+responder's payoff vector against the fixed player's realization plan (scattered from the
+terminals), a bottom-up pass over the responder's treeplex in reverse infoset id order gives
 
     V(Ia) = g(Ia) + sum over the responder's infosets J below Ia of V(J),   V(J) = best_a V(Ja),
 
@@ -12,9 +12,10 @@ unnormalized. `BestResponse` keeps V per sequence and per infoset, and the reach
 All values are reported in **player 0's utility** (the seeds' convention: u*(x|I) is ⊕'s value
 when ⊖ best-responds).
 
-Definitions kept apart (DESIGN.md): `player_exploitability(tree, s, player)` is v* minus the best
-response value of that player's strategy (seed 000); `nash_conv` is the sum of both players'
-best-response gains; `openspiel_exploitability` is NashConv / 2, as `pyspiel.exploitability`.
+Definitions kept apart (docs/design.md): `player_exploitability(tree, s, player)` is v* minus the
+best response value of that player's strategy (Zhang & Sandholm 2021); `nash_conv` is the sum of
+both players' best-response gains; `openspiel_exploitability` is NashConv / 2, as
+`pyspiel.exploitability`.
 
 Every public function validates its strategy with `caligo.core.strategy.check_strategy` (shape,
 finite, nonnegative, summing to 1 at every infoset) and raises `StrategyError` otherwise.
@@ -132,7 +133,8 @@ def best_response(
     """Best response of `responder` to the other player's part of `strategy`.
 
     `extra` is an optional additional payoff matrix B over (player-0 sequence, player-1 sequence)
-    added to the game's payoff, as the gadgets of `caligo.subgame` use (seed 000 appendix C).
+    added to the game's payoff, as the gadgets of `caligo.subgame` use (Zhang & Sandholm 2021,
+    appendix C).
     """
     if responder not in (0, 1):
         raise ArgumentError(f"responder must be 0 or 1, got {responder!r}")
@@ -213,7 +215,7 @@ def openspiel_exploitability(tree: GameTree, strategy: FloatArray) -> float:
 
 
 def player_exploitability(tree: GameTree, strategy: FloatArray, player: int = 0) -> float:
-    """Seed 000's exploitability of one player's strategy: v* - u*(x) for player 0,
+    """Zhang & Sandholm 2021's exploitability of one player's strategy: v* - u*(x) for player 0,
     u*(y) - v* for player 1, where v* is the game value for player 0."""
     from caligo.core.lp import game_value
 

@@ -1,13 +1,13 @@
-"""Built-in games defined by their observations (seed 000 section 2).
+"""Built-in games defined by their observations (Zhang & Sandholm 2021, section 2).
 
 Each state keeps every player's observation sequence as a tuple; that tuple is the player's
 infoset key. Simultaneous moves are made turn-based: player 0 moves first, and player 1 does not
 observe player 0's action.
 
-- `matching_pennies_n(N)`: seed 000 section 4. Chance draws n in 1..N uniformly; player 0
-  observes floor(n/2), player 1 observes floor((n+1)/2); both pick heads or tails; HH pays n,
-  TT pays N - n, a mismatch pays 0 (to player 0).
-- `rock_paper_scissors()`: seed 004 section F.1 (Figure F.1): player 1 picks without seeing
+- `matching_pennies_n(N)`: Zhang & Sandholm 2021, section 4. Chance draws n in 1..N uniformly;
+  player 0 observes floor(n/2), player 1 observes floor((n+1)/2); both pick heads or tails; HH pays
+  n, TT pays N - n, a mismatch pays 0 (to player 0).
+- `rock_paper_scissors()`: Ha 2016, section F.1 (Figure F.1): player 1 picks without seeing
   player 0's choice; win 1, loss -1, draw 0.
 """
 
@@ -90,7 +90,7 @@ class TableGame:
 
 
 def matching_pennies_n(n: int = 100) -> TableGame:
-    """N-matching pennies of seed 000 section 4 (Table 2 uses N = 100)."""
+    """N-matching pennies of Zhang & Sandholm 2021, section 4 (Table 2 uses N = 100)."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise GameError(f"matching_pennies_n needs an integer n >= 1, got n={n!r}")
 
@@ -119,7 +119,7 @@ def matching_pennies_n(n: int = 100) -> TableGame:
 
 
 def rock_paper_scissors() -> TableGame:
-    """Rock-paper-scissors as in seed 004 Figure F.1 (player 1 does not see player 0's pick)."""
+    """Rock-paper-scissors as in Ha 2016, Figure F.1 (player 1 does not see player 0's pick)."""
 
     def player_fn(h: tuple[int, ...]) -> int:
         return (0, 1, TERMINAL)[len(h)]

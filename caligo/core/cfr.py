@@ -1,18 +1,18 @@
 """The CFR family over a `GameTree`: one configurable core, four presets.
 
-- CFR (Zinkevich et al. 2007; seed 004 section E.4): regret matching on cumulative
+- CFR (Zinkevich et al. 2007; Ha 2016, section E.4): regret matching on cumulative
   counterfactual regrets, uniform averaging of the iterates in sequence form.
-- CFR+ (Tammelin et al. 2015; seed 004 section E.4): regret matching+ (cumulative regrets floored
+- CFR+ (Tammelin et al. 2015; Ha 2016, section E.4): regret matching+ (cumulative regrets floored
   at 0 after every update), alternating updates, linear averaging (iterate t weighs t).
 - DCFR(alpha, beta, gamma) (Brown and Sandholm 2019): after adding iteration t's regrets, positive
   cumulative regrets are multiplied by t^alpha / (t^alpha + 1) and negative ones by
   t^beta / (t^beta + 1); iterate t weighs t^gamma in the average. Defaults 1.5, 0, 2.
-- Predictive CFR+ (Farina, Kroer and Sandholm 2021; seed 001 section 3.2): regret matching+ where
+- Predictive CFR+ (Farina, Kroer and Sandholm 2021; Obscuro, section 3.2): regret matching+ where
   the next strategy is matched on the cumulative regrets *plus a prediction* of the next
   instantaneous regret, the prediction being the last instantaneous regret (PRM+ with
-  m^{t+1} = r^t at every infoset); alternating updates (seed 001 Figure 10 runs
+  m^{t+1} = r^t at every infoset); alternating updates (Obscuro, Figure 10 runs
   RUNCFRITERATION for one player, then the other); the average is the *uniform* average in
-  sequence form, x_bar(h) = (1/T) sum_t x^t(h) (seed 001 section 3.2 and footnote 16). Seed 001's
+  sequence form, x_bar(h) = (1/T) sum_t x^t(h) (Obscuro, section 3.2 and footnote 16). Obscuro's
   agent plays the last iterate, `current_strategy()`.
 
 All updates follow OpenSpiel's `CFRSolverBase` (`pyspiel.CFRSolver`, `pyspiel.CFRPlusSolver`):
@@ -26,11 +26,11 @@ uniformly, as in OpenSpiel.
 Strategies are float64 vectors over the tree's action slots, both players in one vector
 (`caligo.core.strategy`).
 
-Extra payoffs (gadgets, seed 000 appendix C): `CFRSolver(tree, config, extra=B)` plays the game
-with payoff <x, (A + B) y>, B a sparse matrix over (player-0 sequence, player-1 sequence). The
-sequence-form traversal reads A as a list of (s0, s1, coefficient) terms, so B's entries are
-appended to that list: player 0's sequence utilities become A y + B y and player 1's
-A^T x + B^T x. The tree traversal walks histories and has no place for B, so it refuses one.
+Extra payoffs (gadgets, Zhang & Sandholm 2021, appendix C): `CFRSolver(tree, config, extra=B)` plays
+the game with payoff <x, (A + B) y>, B a sparse matrix over (player-0 sequence, player-1 sequence).
+The sequence-form traversal reads A as a list of (s0, s1, coefficient) terms, so B's entries are
+appended to that list: player 0's sequence utilities become A y + B y and player 1's A^T x + B^T x.
+The tree traversal walks histories and has no place for B, so it refuses one.
 """
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ class CFRConfig:
 
     @classmethod
     def pcfr_plus(cls, average_power: float = 0.0) -> CFRConfig:
-        """Predictive CFR+ (seed 001 section 3.2): PRM+, last regret as prediction, uniform avg."""
+        """Predictive CFR+ (Obscuro, section 3.2): PRM+, last regret as prediction, uniform avg."""
         return cls(RegretUpdate.PLUS, average_power=average_power, predictive=True)
 
     @property
@@ -298,7 +298,7 @@ class CFRSolver:
     """A CFR-family solver on one tree: `iterate(n)`, then read the average or last iterate.
 
     `initial` (a strategy over slots) is the first iterate, sigma^1; CFR's guarantees hold for
-    any first iterate (seed 001 appendix C.5). Regrets and averages start at zero.
+    any first iterate (Obscuro, appendix C.5). Regrets and averages start at zero.
     `extra` (B, sequence-form traversal only) adds <x, B y> to the payoff (module docstring).
     """
 

@@ -1,4 +1,4 @@
-"""The example game of seed 000 Figure 1 (section 5, appendix C), loadable as `figure1`.
+"""The example game of Zhang & Sandholm 2021, Figure 1 (section 5, appendix C): `figure1`.
 
 A modified 4-matching pennies with player 0 (red, ⊕) moving first. Chance picks the root's
 child n in {1, 2, 3, 4, e} uniformly. Player 0 observes R1 for n in {1, 2}, R3 for n in {3, 4};
@@ -30,7 +30,7 @@ E = 5
 
 
 def figure1() -> TableGame:
-    """Seed 000 Figure 1's game (see the module docstring)."""
+    """Zhang & Sandholm 2021, Figure 1's game (see the module docstring)."""
 
     def player_fn(h: tuple[int, ...]) -> int:
         return (CHANCE, 0, 1, TERMINAL)[len(h)]

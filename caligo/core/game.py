@@ -1,10 +1,10 @@
-"""The game model of seed 000 section 2: two players, chance, and observations for both players.
+"""The game model of Zhang & Sandholm 2021, section 2: two players, chance, both observing.
 
 A `State` is one node of an extensive-form perfect-recall zero-sum game. Besides the usual
 `current_player` / `legal_actions` / `child`, it gives each player's *infoset key* at every node,
 also where that player does not act: the player's sequence of observations and own actions so far
-(seed 000 section 2). Two nodes share player i's infoset exactly when their keys for i are equal.
-That is what the knowledge hypergraph (section 3, Definition 1) is built from.
+(Zhang & Sandholm 2021, section 2). Two nodes share player i's infoset exactly when their keys for i
+are equal. That is what the knowledge hypergraph (section 3, Definition 1) is built from.
 
 Player numbering: 0 is the seeds' maximizer (⊕), 1 the minimizer (⊖); `CHANCE` and `TERMINAL`
 mark the other node kinds. Utilities are always player 0's.

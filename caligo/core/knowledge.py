@@ -1,16 +1,16 @@
-"""Knowledge sets on the infoset hypergraph (seed 000 section 3, Definitions 1 and 2).
+"""Knowledge sets on the infoset hypergraph (Zhang & Sandholm 2021, section 3, Definitions 1 and 2).
 
 The infoset hypergraph G has the nodes of the game as vertices and the infosets of both players as
 hyperedges. For a node set S, the order-k knowledge set S^k holds the nodes at distance at most
 k - 1 from S in G (S^1 = S), and the common-knowledge closure S^inf is the union of the connected
 components of G that meet S. The diameter is the smallest k with I^k = I^inf for every decision
-infoset I (seed 000 Table 2 caption).
+infoset I (Zhang & Sandholm 2021, Table 2 caption).
 
 Which infosets are hyperedges is a `Convention`:
 
 - `Convention.OBSERVATION`: every player's observation-sequence infoset (`GameTree.kinfo`) at
-  every node, also where the player does not act (seed 000 section 2; DESIGN.md). This is the
-  graph the subgame code builds I^k from.
+  every node, also where the player does not act (Zhang & Sandholm 2021, section 2; docs/design.md).
+  This is the graph the subgame code builds I^k from.
 - `Convention.LIVE`: player p's infoset is a hyperedge at node h only while p still has a
   decision at h or below it (a player with nothing left to decide contributes no uncertainty the
   opponent must reason about). This is the convention that reproduces the paper's Table 2
@@ -19,7 +19,7 @@ Which infosets are hyperedges is a `Convention`:
 Graphs can be restricted to a node subset (a mask): the hypergraph of a subtree, a depth range or
 any other set. Nodes outside the mask are in no hyperedge and are never reached.
 
-Layout of `KnowledgeGraph` (flat arrays, STYLE.md item 7):
+Layout of `KnowledgeGraph` (flat arrays, docs/design.md, "Performance model"):
 
     node_edge   int32 (num_nodes, 2): the hyperedge of player p's infoset at node h, -1 if none;
                 player 0's hyperedges are 0 .. num_edges_0 - 1, player 1's follow.
@@ -456,7 +456,8 @@ def infoset_eccentricities(tree: GameTree, graph: KnowledgeGraph | None = None) 
 
 
 def diameter(tree: GameTree, graph: KnowledgeGraph | None = None) -> int:
-    """The smallest k with I^k = I^inf for every decision infoset I (seed 000 Table 2)."""
+    """The smallest k with I^k = I^inf for every decision infoset I (Zhang & Sandholm 2021, Table
+    2)."""
     ecc = infoset_eccentricities(tree, graph)
     return int(ecc.max()) + 1 if ecc.size else 1
 

@@ -1,4 +1,4 @@
-"""Exact equilibria by sequence-form linear programming (HiGHS), seed 004 chapter E.
+"""Exact equilibria by sequence-form linear programming (HiGHS), Ha 2016, chapter E.
 
 Player 0's LP (the dual of the responder's best-response LP min_y {x^T A y : F y = f, y >= 0}):
 
@@ -7,7 +7,7 @@ Player 0's LP (the dual of the responder's best-response LP min_y {x^T A y : F y
 
 Player 1's LP is symmetric. The optimum f^T q is the game value for player 0.
 
-Floors (the epsilon-constrained LP of seed 000 section 7): `floor[slot]` asks
+Floors (the epsilon-constrained LP of Zhang & Sandholm 2021, section 7): `floor[slot]` asks
 x(Ia) >= floor(Ia) * x(parent(I)), i.e. a behavioral probability of at least floor at every
 infoset the player reaches. `epsilon_floors` builds the usual epsilon/|A(I)| floor, with a set of
 exempt infosets (the subgame root in Table 1's protocol) and an optional action filter (the

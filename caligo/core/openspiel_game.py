@@ -2,8 +2,8 @@
 
 A player's infoset key at a node is OpenSpiel's information-state string for that player (which
 OpenSpiel keeps perfect-recall) together with whether the player acts there, so the key also
-tells the player whether they have the move (seed 000 section 2, item 4). Simultaneous-move games
-are made turn-based with `pyspiel.convert_to_turn_based` (DESIGN.md).
+tells the player whether they have the move (Zhang & Sandholm 2021, section 2, item 4).
+Simultaneous-move games are made turn-based with `pyspiel.convert_to_turn_based` (docs/design.md).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 chance probabilities, observations (a small alphabet plus "do I move now") and utilities. The
 number of actions at a decision node is a function of the mover's infoset key, so every infoset
 has one action set, and infoset keys are observation sequences, so perfect recall holds by
-construction (seed 000 section 2).
+construction (Zhang & Sandholm 2021, section 2).
 """
 
 from __future__ import annotations

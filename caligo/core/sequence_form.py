@@ -1,4 +1,4 @@
-"""The sequence form of a game (seed 004 chapter E; seed 000 section 2).
+"""The sequence form of a game (Ha 2016, chapter E; Zhang & Sandholm 2021, section 2).
 
 The payoff matrix A over (player-0 sequence, player-1 sequence) has x^T A y = u(x, y), with
 A[s0(z), s1(z)] += p(z) u(z) over terminals z. Each player's treeplex is {x >= 0 : E x = e}: row 0

@@ -2,8 +2,8 @@
 
 A *strategy* (profile) is one float64 vector over the tree's action slots, both players' infosets
 together: slot `infoset_offset[g] + a` holds the probability of action a at infoset g. A player's
-*realization plan* (sequence-form strategy, seed 000 section 2) is a vector over that player's
-sequences with x(empty) = 1 and x(Ia) = x(parent(I)) * sigma(I, a).
+*realization plan* (sequence-form strategy, Zhang & Sandholm 2021, section 2) is a vector over that
+player's sequences with x(empty) = 1 and x(Ia) = x(parent(I)) * sigma(I, a).
 
 Conversions to and from OpenSpiel policies key infosets by `tree.infoset_names`, which for
 OpenSpiel games are its information-state strings.

@@ -1,4 +1,4 @@
-"""Seed 000 Table 2 (appendix B.2): game statistics and average knowledge-set sizes.
+"""Zhang & Sandholm 2021, Table 2 (appendix B.2): game statistics and average knowledge-set sizes.
 
 Columns: nodes (chance + decision + terminal), infosets (decision infosets of both players),
 the diameter, and the average |I^k| for k = 1..4 and inf. The convention that reproduces the
@@ -12,8 +12,8 @@ paper's averages (docs/knowledge.md has the search that found it):
 - diam is the smallest k with I^k = I^inf for all such I.
 
 With it Kuhn, Leduc and goofspiel with increasing order come out to every printed digit. The
-paper's 100-matching pennies is matched exactly by the mirror image of seed 000 section 4's
-definition (the first mover observes floor((n+1)/2), the second floor(n/2));
+paper's 100-matching pennies is matched exactly by the mirror image of Zhang & Sandholm 2021,
+section 4's definition (the first mover observes floor((n+1)/2), the second floor(n/2));
 `matching_pennies_first_mover_pairs` builds it.
 """
 
@@ -161,7 +161,8 @@ def table2_row(paper: PaperRow, tree: GameTree | None = None) -> Table2Row:
 
 
 def table2_rows(specs: Sequence[str] | None = None) -> list[Table2Row]:
-    """Rows of seed 000 Table 2 for its seven games (or the subset whose specs are given)."""
+    """Rows of Zhang & Sandholm 2021, Table 2 for its seven games (or the subset whose specs are
+    given)."""
     papers = PAPER_TABLE2
     if specs is not None:
         known = {p.spec: p for p in PAPER_TABLE2}

@@ -1,6 +1,6 @@
 """Compile a game into flat arrays (`GameTree`), the form every solver and statistic runs on.
 
-Layout (DESIGN.md, "The game model"; STYLE.md item 7):
+Layout (docs/design.md, "The game model"; docs/design.md, "Performance model"):
 
     nodes        0 .. num_nodes-1 in breadth-first order: parent < child, and the children of a
                  node are contiguous, `first_child[h] .. first_child[h] + num_children[h] - 1`.
@@ -11,8 +11,8 @@ Layout (DESIGN.md, "The game model"; STYLE.md item 7):
                  strategies and averages are vectors over slots.
     sequences    per player; 0 is the empty sequence, and (g, a) is `infoset_seq[g] + a`.
     knowledge    `kinfo[h, p]`: player p's infoset (observation sequence) at *every* node h, the
-                 hyperedges of seed 000 Definition 1; decision infosets are the kinfo classes at
-                 which p acts.
+                 hyperedges of Zhang & Sandholm 2021, Definition 1; decision infosets are the kinfo
+                 classes at which p acts.
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ class GameTree:
         return float(u.min()), float(u.max())
 
     def stats(self) -> dict[str, int]:
-        """Node and infoset counts under the Table 2 convention (DESIGN.md)."""
+        """Node and infoset counts under the Table 2 convention (docs/design.md)."""
         return {
             "nodes": self.num_nodes,
             "decision_nodes": int(np.count_nonzero(self.player <= 1)),

@@ -1,1 +1,1 @@
-"""Caligo experiments layer (see DESIGN.md for the layering)."""
+"""Caligo experiments layer (see docs/design.md for the layering)."""

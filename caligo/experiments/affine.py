@@ -1,5 +1,5 @@
-"""Seed 000 Theorem 9 checked numerically: nested 1-KLSS from an exact equilibrium blueprint
-gives an affine equilibrium, which earns exactly the game value against every opponent NE.
+"""Zhang & Sandholm 2021, Theorem 9 checked numerically: nested 1-KLSS from an exact equilibrium
+blueprint gives an affine equilibrium, which earns exactly the game value against every opponent NE.
 
 Proposition 8: an affine combination x = sum_i a_i x_i* of NE strategies (sum a_i = 1) has
 u(x, y*) = v* for every NE y* of the opponent. Theorem 9: nested 1-KLSS at every infoset from an

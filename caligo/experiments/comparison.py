@@ -2,9 +2,9 @@
 
 Same blueprints (epsilon = 0.25 floors) and protocol as `table1` (nested solving at every player-0
 infoset, the floor kept at every subgame infoset but the root, LP solves); the variants are
-unsafe endgame solving (seed 004 chapter G), common-knowledge Resolve, Maxmargin and
-Reach-Maxmargin (k = inf), maxmargin 1-KLSS, 2-KLUSS (seed 001 C.6) and Safe-1-KLSS (seed 002).
-Exploitabilities are in the [-1, 1] utility scale.
+unsafe endgame solving (Ha 2016, chapter G), common-knowledge Resolve, Maxmargin and
+Reach-Maxmargin (k = inf), maxmargin 1-KLSS, 2-KLUSS (Obscuro, appendix C.6) and Safe-1-KLSS (Liu et
+al. 2023). Exploitabilities are in the [-1, 1] utility scale.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Seed 000 Proposition 3: nested 1-KLSS can blow a Theta(1/N)-equilibrium up to Theta(1).
+"""Zhang & Sandholm 2021, Proposition 3: nested 1-KLSS can blow a Theta(1/N)-equilibrium up to
+Theta(1).
 
 The game (proof of Proposition 3): chance draws n in 1..N uniformly and tells player 0 (⊕) but
 not player 1 (⊖); then both play matching pennies, ⊖ winning (⊕ gets -1) on a match and ⊕

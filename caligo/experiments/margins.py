@@ -1,17 +1,17 @@
-"""Seed 004 I.6: subgame margins of endgame solving, Resolve and Maxmargin on Leduc's river.
+"""Ha 2016, section I.6: subgame margins of endgame solving, Resolve and Maxmargin on Leduc's river.
 
-Seed 004 Definition 5 (I.2): for player 0's (⊕, the re-solving player) blueprint x and a
+Ha 2016, Definition 5 (I.2): for player 0's (⊕, the re-solving player) blueprint x and a
 re-solved x' of a subgame S, the subgame margin is
 
     SM(x, x', S) = min over player 1's root infosets I0 of S of  u*(x'|I0) - u*(x|I0),
 
 with u*(.|I0) player 1's counterfactual best-response value at I0, normalized by the
 counterfactual reach, in player 0's utility (player 1 minimizes it, so a positive margin is an
-improvement for the re-solving player). Seed 004 I.6 measures it for endgame solving (chapter G),
-re-solving (chapter H, Resolve) and max-margin refinement (chapter I, Maxmargin) on every
-river subgame of a fixed no-limit hold'em blueprint, each gadget solved by CFR+ (10000
-iterations), and reports means with 95% intervals: endgame solving negative, re-solving small
-and positive, max-margin largest.
+improvement for the re-solving player). Ha 2016, section I.6 measures it for endgame solving
+(chapter G), re-solving (chapter H, Resolve) and max-margin refinement (chapter I, Maxmargin) on
+every river subgame of a fixed no-limit hold'em blueprint, each gadget solved by CFR+ (10000
+iterations), and reports means with 95% intervals: endgame solving negative, re-solving small and
+positive, max-margin largest.
 
 Here, on Leduc poker (OpenSpiel's `leduc_poker`, six cards): the blueprint is CFR+ run for T
 iterations on the whole game (a range of T; the seed has one fixed blueprint); the subgames are

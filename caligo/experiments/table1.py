@@ -1,6 +1,8 @@
-"""Seed 000 Table 1: blueprint exploitability before and after nested 1-KLSS at every infoset.
+"""Zhang & Sandholm 2021, Table 1: blueprint exploitability before and after nested 1-KLSS at every
+infoset.
 
-Protocol (seed 000 section 7; conventions in DESIGN.md and ../shared/reference/values.md):
+Protocol (Zhang & Sandholm 2021, section 7; conventions in docs/design.md and docs/design.md,
+"Reference values"):
 
 - player 0 (⊕) is refined; utilities are mapped affinely onto [-1, 1] from the game's smallest
   and largest terminal payoff, so an exploitability is scaled by 2 / (max - min);

@@ -17,7 +17,7 @@ kernels and the raw uint64 arrays they use live in the submodules (`position`, `
 
 The names load lazily (PEP 562), as `caligo`'s do: `import caligo.fow` imports neither numba
 nor the kernels (numba itself imports scipy); the first use of a name here does. Layering
-(DESIGN.md): nothing here imports `caligo.core`, `caligo.subgame` or `caligo.search`.
+(docs/design.md): nothing here imports `caligo.core`, `caligo.subgame` or `caligo.search`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""The set P of positions a FoW chess player cannot tell apart (seed 001 section 3, appendix E.1).
+"""The set P of positions a FoW chess player cannot tell apart (Obscuro, section 3, appendix E.1).
 
 Obscuro "maintains the full set P of possible positions given the observations that it has seen
-so far" (seed 001 section 3): P starts as the known initial position and is updated
+so far" (Obscuro, section 3): P starts as the known initial position and is updated
 
 - after the player's own move m: P <- {s.m : s in P, obs(s.m) = o}, and
 - after an opponent move: P <- {s.m : s in P, m a FoW move of s, obs(s.m) = o},
@@ -22,8 +22,9 @@ piece bitboards plus one packed word (side to move bit 0, castling rights bits 1
 square bits 5-11), 13 uint64 = 104 bytes. The en-passant square is kept only when the side to
 move has a pawn that can capture there (otherwise it changes no future move or observation).
 Clocks and the repetition history are not stored: the 50-move and repetition draws are declared
-by the referee, who holds the true position (seed 001 appendix A; seed 000 B.1: the agent
-"ignores draw rules" for transpositions). So a P row stands for every history reaching it.
+by the referee, who holds the true position (Obscuro, appendix A; Zhang & Sandholm 2021, appendix
+B.1: the agent "ignores draw rules" for transpositions). So a P row stands for every history
+reaching it.
 
 Memory cap. `BeliefConfig.max_positions` bounds the stored rows. When more distinct positions are
 consistent, P becomes a uniform random sample of them, of size `max_positions`: the distinct

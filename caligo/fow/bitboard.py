@@ -19,7 +19,7 @@ Slider attacks use "fancy" magic bitboards: the magic multipliers are found at i
 deterministic search (a njit kernel, cached on disk by numba), and each is checked against the
 slow ray walk for every blocker subset while it is searched, so a wrong table cannot be built.
 
-numba trap (DESIGN.md): never mix `uint64` with bare int literals (`bb - 1` silently becomes
+numba trap (docs/design.md): never mix `uint64` with bare int literals (`bb - 1` silently becomes
 int64 / float64); the module constants `U0`, `U1` exist for that.
 """
 

@@ -1,6 +1,6 @@
 """The built-in leaf evaluator: material plus the squares each side sees, through tanh(cp/600).
 
-Seed 001 section 4.1, ablation 6 ("simple-eval Obscuro"): "a simple evaluation function that
+Obscuro, section 4.1, ablation 6 ("simple-eval Obscuro"): "a simple evaluation function that
 takes into account only the material difference and number of squares visible to each player",
 used in place of Stockfish. Obscuro beat it 81.9%, yet it still beat ZS21 55.0%. Caligo uses it
 when Stockfish is absent, as the fallback of `StockfishPool`, and as the fast test evaluator.
@@ -13,7 +13,8 @@ In centipawns, White minus Black (weights in `SimpleEvalConfig`)::
 with the standard values 1, 3, 3, 5, 9 pawns, and the visible squares exactly as the players
 observe them (`observation._observe_kernel`: own pieces' squares plus every square a piece could
 move to). The value is tanh(cp / 600), the transform ZS21 and Obscuro apply to Stockfish's
-centipawns (seed 000 D.1: tau = 6 pawns; seed 001 C.5), so the two evaluators share one scale.
+centipawns (Zhang & Sandholm 2021, appendix D.1: tau = 6 pawns; Obscuro, appendix C.5), so the two
+evaluators share one scale.
 
 Positions whose value the rules decide (`decided`) are scored exactly, before any heuristic:
 
@@ -217,7 +218,7 @@ class LeafEvaluator(Protocol):
 
 
 class SimpleEvaluator:
-    """The built-in evaluator (seed 001 ablation 6), numba and nogil, safe to share by threads.
+    """The built-in evaluator (Obscuro, ablation 6), numba and nogil, safe to share by threads.
 
     `children(parent, children, moves, out)` scores a whole expanded leaf in one call, with the
     same signature as `StockfishPool.children`, so the search's adapter can take either.

@@ -1,8 +1,9 @@
 """One FoW search expansion as one numba kernel: children, both observation keys, terminals.
 
-The growing-tree search (seed 001 section 3.3, appendix C.5; `design/SEARCH.md` 4.2 and 4.6)
-expands a leaf by adding *all* its children at once. For a FoW parent position this kernel does
-in one nogil call what the search needs from the rules:
+The growing-tree search (Obscuro, section 3.3, appendix C.5; docs/design.md, "The game interface and
+the evaluators" and "The arena, the solver and the expanders") expands a leaf by adding *all* its
+children at once. For a FoW parent position this kernel does in one nogil call what the search needs
+from the rules:
 
 - the FoW moves of the side to move (`movegen.gen_moves`), each made on a copy of the parent
   (`position.make_move`) written as one row of a caller-owned 16-word position store;
@@ -18,8 +19,9 @@ Terminal children (`Terminal`), the rules the search can see in the position alo
 
 The other draws need the game's history and are left out: threefold repetition (a history of
 true positions) and the 50-move rule (the half-move clock, which no player observes and the
-belief set does not track). The referee declares them (seed 001 appendix A); the search, like
-ZS21 (seed 000 B.1), ignores them, so a search state stands for every history reaching it.
+belief set does not track). The referee declares them (Obscuro, appendix A); the search, like
+ZS21 (Zhang & Sandholm 2021, appendix B.1), ignores them, so a search state stands for every history
+reaching it.
 
 Buffers (capacity C >= the number of children, `MAX_MOVES` = 256 always suffices)::
 

@@ -1,4 +1,5 @@
-"""What each player observes in FoW chess after every ply (seed 001 appendix A; seed 000 B.1).
+"""What each player observes in FoW chess after every ply (Obscuro, appendix A; Zhang & Sandholm
+2021, appendix B.1).
 
 After every ply both players observe. A player sees the squares of their own pieces and every
 square their pieces could move to *as if it were their turn* (chess.com's rule; "each player

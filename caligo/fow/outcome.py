@@ -1,6 +1,6 @@
 """When a FoW game ends and how: the rules the referee applies after every ply.
 
-Rules (seed 001 appendix A; chess.com): capturing the king ends the game and wins it. There is
+Rules (Obscuro, appendix A; chess.com): capturing the king ends the game and wins it. There is
 no check, checkmate, stalemate or insufficient-material draw. Threefold repetition of the true
 position (pieces, side to move, castling rights, and the en-passant square when a pawn of the
 side to move can capture there: FIDE 9.2.2's "same possible moves", i.e. equal Zobrist keys) and

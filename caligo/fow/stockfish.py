@@ -1,12 +1,12 @@
 """Stockfish as the FoW leaf evaluator: one depth-1 MultiPV call scores a whole expanded leaf.
 
-Seed 001 C.5: when a leaf is expanded, Stockfish runs "in MultiPV mode, at depth 1" on the
+Obscuro, appendix C.5: when a leaf is expanded, Stockfish runs "in MultiPV mode, at depth 1" on the
 *parent*, "which gives evaluations for all children in a single call", clamped to [-1, 1] as
-ZS21 does (seed 000 D.1: x -> tanh(x / tau), tau = 6 pawns). `StockfishPool` does that over raw
-UCI pipes to Debian's Stockfish 15.1 (`Hash 1`, `Threads 1`, `MultiPV 256`, `go depth 1`), one
-process per calling thread, and returns White's values for the whole leaf at once.
+ZS21 does (Zhang & Sandholm 2021, appendix D.1: x -> tanh(x / tau), tau = 6 pawns). `StockfishPool`
+does that over raw UCI pipes to Debian's Stockfish 15.1 (`Hash 1`, `Threads 1`, `MultiPV 256`, `go
+depth 1`), one process per calling thread, and returns White's values for the whole leaf at once.
 
-What Stockfish cannot be asked, and what is asked instead (DESIGN.md "Stockfish traps"):
+What Stockfish cannot be asked, and what is asked instead (docs/design.md, "Traps"):
 
 - A position with a missing king crashes it, and one where the side to move can capture the
   enemy king gets no score. Such positions are *decided* by the rules (`evaluate.decided`: the
@@ -122,7 +122,7 @@ class _EngineFailure(Exception):
 
 @dataclass(frozen=True)
 class StockfishConfig:
-    """How to run Stockfish. Defaults are seed 001 C.5's setting on one core per engine."""
+    """How to run Stockfish. Defaults are Obscuro, appendix C.5's setting on one core per engine."""
 
     path: str | None = None
     """Executable; None: `stockfish` on PATH, then Debian's /usr/games/stockfish."""
@@ -131,7 +131,7 @@ class StockfishConfig:
     multipv: int = 256
     depth: int = 1
     scale_cp: float = 600.0
-    """tau of tanh(cp / tau), seed 000 D.1 (6 pawns)."""
+    """tau of tanh(cp / tau), Zhang & Sandholm 2021, appendix D.1 (6 pawns)."""
     call_timeout_s: float = 2.0
     """Longest wait for one answer before the engine counts as hung."""
     start_timeout_s: float = 20.0
@@ -145,7 +145,8 @@ class StockfishConfig:
     """At most this many own calls per leaf; None: no cap (every child is Stockfish's). Past
     the cap, in move order, children get the built-in evaluator's value. A leaf whose side to
     move can capture the king needs an own call per child, and its other moves are all
-    dominated by the capture; opowell's engine caps these calls at 8 (design/SEARCH.md 1.7)."""
+    dominated by the capture; opowell's engine caps these calls at 8 (docs/design.md, "Leaf values
+    and Stockfish")."""
 
     def __post_init__(self) -> None:
         for name in ("hash_mb", "threads", "multipv", "depth", "max_engines"):

@@ -6,7 +6,7 @@ true positions that give a player the same observation give byte-identical views
 
 What a view holds, and why the player is entitled to it:
 
-- the visible squares with their contents, and the fog squares (seed 001 appendix A);
+- the visible squares with their contents, and the fog squares (Obscuro, appendix A);
 - the player's legal moves when it is their turn: derived from the observation alone (a player
   "always knows their exact set of legal moves"; `legal_moves_uci` rebuilds them with fog squares
   treated as blocked and never as capturable, and tests check it against the true move list);

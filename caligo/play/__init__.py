@@ -1,1 +1,1 @@
-"""Caligo play layer (see DESIGN.md for the layering)."""
+"""Caligo play layer (see docs/design.md for the layering)."""

@@ -1,4 +1,4 @@
-"""Where a match's pairs run: inline, a local process pool (default), or Ray actors (PLAY.md 3).
+"""Where a match's pairs run: inline, a local process pool (default), or Ray actors.
 
 Every backend has the same small interface used by `caligo.play.match.run_match`: `submit` a
 `PairSpec`, ask how many are `pending`, take the `next_result` as it finishes (a `PairResult`

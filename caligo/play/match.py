@@ -1,11 +1,11 @@
 """Matches between two engines: colour-swapped pairs, statistics, SPRT, outputs, resume.
 
-The unit of work is a *pair* (fastchess `-rounds N -games 2`, cutechess `-repeat`; PLAY.md
-2.1): in pair k, engine A has White in game k.1 and Black in game k.2, from the same opening,
+The unit of work is a *pair* (fastchess `-rounds N -games 2`, cutechess `-repeat`; docs/design.md,
+"Matches"): in pair k, engine A has White in game k.1 and Black in game k.2, from the same opening,
 and each engine keeps the same seed in both games (seeds derive from the match seed, k and the
-engine, never from the backend or the worker), so a fixed-iteration match is reproducible on
-any machine, locally or on Ray. A pair is played whole by one worker (`PairWorker`), which keeps
-its engines warm between pairs; a pair whose worker fails is played again from scratch.
+engine, never from the backend or the worker), so a fixed-iteration match is reproducible on any
+machine, locally or on Ray. A pair is played whole by one worker (`PairWorker`), which keeps its
+engines warm between pairs; a pair whose worker fails is played again from scratch.
 
 Results are counted for engine A against B: W-D-L, the pentanomial pair counts, White's share,
 Elo with 95% intervals, LOS, the exact binomial test and, with `SprtConfig`, the GSPRT, which

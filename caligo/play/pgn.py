@@ -1,6 +1,6 @@
 """PGN of a refereed game: `[Variant "Fog of War"]`, termination, time control, round, comments.
 
-Tags follow PLAY.md 2.1 and fastchess's `-pgnout`: the seven-tag roster, `Variant`,
+Tags follow docs/design.md, "Matches" and fastchess's `-pgnout`: the seven-tag roster, `Variant`,
 `Termination` (the `EndReason` text, e.g. "king capture", "time forfeit"), `TimeControl` (or
 `WhiteTimeControl` / `BlackTimeControl` under time odds, as cutechess writes them), the
 `Round` "pair.game" of a match, and any extra tags. After every move a comment carries the

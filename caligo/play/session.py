@@ -7,19 +7,19 @@ and "no moves" (through `Game`), and flag fall, illegal moves, crashes, resignat
 (for the caller). `caligo.play.referee` drives it synchronously between two agents; the web app
 drives the same object asynchronously with a human seat.
 
-`project(seat, since)` is the ONE function that builds every message a seat receives (PLAY.md
-1.2, 4.2): it takes a `SeatState`, which `GameSession.seat(color)` builds from that colour's
-transcript, its own clock and the public status only, so no message can depend on anything the
-seat has not observed (tests/play/test_redaction.py checks byte identity across different true
-histories). Engine diagnostics never enter a `SeatState`.
+`project(seat, since)` is the ONE function that builds every message a seat receives
+(docs/design.md, "The referee" and "The web app"): it takes a `SeatState`, which
+`GameSession.seat(color)` builds from that colour's transcript, its own clock and the public status
+only, so no message can depend on anything the seat has not observed (tests/play/test_redaction.py
+checks byte identity across different true histories). Engine diagnostics never enter a `SeatState`.
 
-Time (PLAY.md 2.2): monotonic milliseconds, measured from the request to the answer; a CLOCK
-side loses when its answer takes longer than its remaining time plus `timemargin_ms`; a
-MOVETIME side when it exceeds the move time plus the margin; untimed and fixed-iteration sides
-when they exceed `move_timeout_ms` (a hang guard). The increment is added after each own move.
-With `first_move_timeout_ms` set for it, a clock side's clock starts only after its own first
-move, and a first move that does not come in time aborts the game (the web app's rule, as on
-lichess).
+Time (docs/design.md, "The referee"): monotonic milliseconds, measured from the request to the
+answer; a CLOCK side loses when its answer takes longer than its remaining time plus
+`timemargin_ms`; a MOVETIME side when it exceeds the move time plus the margin; untimed and
+fixed-iteration sides when they exceed `move_timeout_ms` (a hang guard). The increment is added
+after each own move. With `first_move_timeout_ms` set for it, a clock side's clock starts only after
+its own first move, and a first move that does not come in time aborts the game (the web app's rule,
+as on lichess).
 """
 
 from __future__ import annotations

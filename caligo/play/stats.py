@@ -20,7 +20,7 @@ with numpy and scipy (not copied):
   b = ln((1-beta)/alpha) (`sprt.py`), and fishtest's Brownian approximation `LLR_alt2`
   is offered for comparison;
 - small matches get an exact two-sided binomial test on wins against losses
-  (`scipy.stats.binomtest`), as seed 001 section 4 reports p = 0.0118 for 16 wins in 20 games.
+  (`scipy.stats.binomtest`), as Obscuro, section 4 reports p = 0.0118 for 16 wins in 20 games.
 """
 
 from __future__ import annotations
@@ -331,7 +331,7 @@ class Tally:
 
     @property
     def white_share(self) -> float:
-        """White's score fraction (seed 001 E.3: 57.5% in Obscuro self-play)."""
+        """White's score fraction (Obscuro, appendix E.3: 57.5% in Obscuro self-play)."""
         return self.white_points / self.games if self.games else float("nan")
 
     def add_pair(

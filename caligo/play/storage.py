@@ -1,4 +1,4 @@
-"""Games, plies, seats and matches in SQLite (stdlib `sqlite3`, WAL mode; PLAY.md 4.5).
+"""Games, plies, seats and matches in SQLite (stdlib `sqlite3`, WAL mode).
 
 The `plies` table is the event log (the Mistboard pattern): one row per ply with the true move,
 both players' observations (dark FENs), both clocks after the ply, the mover's think time and
@@ -10,7 +10,7 @@ rebuilt session, never from these rows.
 The match runner writes the same tables (plus `matches`), so matches appear in the web app's
 game list and a match resumes from its finished pairs (`GameStore.match_games`).
 
-Schema (PLAY.md 4.5 plus the columns a restart and a match need)::
+Schema (docs/design.md, "Storage" plus the columns a restart and a match need)::
 
     games   (id, created, white, black, tc, start_fen, status, result, termination, pgn,
              detail, config, match_id, round)

@@ -1,1 +1,1 @@
-"""Caligo search layer (see DESIGN.md for the layering)."""
+"""Caligo search layer (see docs/design.md for the layering)."""

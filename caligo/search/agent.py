@@ -1,4 +1,4 @@
-"""`SearchAgent`: the decision loop of seed 001 Fig. 8 over any `SearchGame`.
+"""`SearchAgent`: the decision loop of Obscuro, Fig. 8 over any `SearchGame`.
 
     new_game(seat, seed)    P = {start}, no tree (section 3: "at the beginning of the game, P
                             contains only the starting position")
@@ -16,7 +16,8 @@ start itself, re-roots that tree at its infoset like every later decision. With
 `FirstDecision.SAMPLED` the roots come from the belief as in Fig. 9 with no previous tree.
 
 Determinism: every search is seeded from (config seed, seat, our current key), so in the
-deterministic schedule the agent is a function of its infoset (design/SEARCH.md section 6).
+deterministic schedule the agent is a function of its infoset (docs/design.md, "Exact exploitability
+of the search agent").
 
 The belief is a `BeliefTracker`: `reset()`, `update(obs, own_action)`, and the `Belief` queries.
 For a `TreeGame` it is `TreeGameBelief` (exact P from the compiled tree); FoW chess will wrap

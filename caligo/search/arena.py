@@ -1,7 +1,7 @@
-"""The growing game tree as flat arrays of fixed capacity (design/SEARCH.md section 4.3).
+"""The growing game tree as flat arrays of fixed capacity.
 
-Layout (STYLE.md item 7; the same invariants `caligo.core.tree` documents, so the solver's
-sequence-form logic carries over):
+Layout (docs/design.md, "Performance model"; the same invariants `caligo.core.tree` documents, so
+the solver's sequence-form logic carries over):
 
     nodes      ids in creation order: parent < child; the children of an expanded node are
                contiguous, `first_child[h] .. first_child[h] + num_children[h] - 1`. The subgame
@@ -10,7 +10,7 @@ sequence-form logic carries over):
                sequence belongs to an older infoset: reverse id order is a bottom-up order of
                each player's treeplex. Identity = (player, key), interned (`caligo.search.intern`).
                Infoset 0 is the root gadget's pseudo-infoset of the opponent (flag GADGET): one
-               slot per root infoset J, "choose J" (seed 001 Fig. 9 line 18).
+               slot per root infoset J, "choose J" (Obscuro, Fig. 9 line 18).
     slots      infoset g owns slots `slot0[g] .. slot0[g] + n_actions[g] - 1`: regrets,
                predictions, the current strategy, counterfactual values, PUCT statistics.
     sequences  `seq[h, p]` = the slot of player p's last action above h (-1: empty sequence);
@@ -22,17 +22,17 @@ sequence-form logic carries over):
                h_J chance node, q_h = pi_{-opp}(h) / D_J (Fig. 9 line 21).
 
 Keys (see `caligo.search.intern`): `key[h, p]` is player p's observation-sequence key at h, at
-every node (also where p does not act: the knowledge graph of seed 001 B.2 needs them).
+every node (also where p does not act: the knowledge graph of Obscuro, appendix B.2 needs them).
 `KeyMode.INCREMENTAL`: key = mix(parent key, own action, observation). `KeyMode.CUMULATIVE`:
 key = observation XOR salt[h, p], where the salt is 0 except below roots sampled with a singleton
 opponent infoset, whose opponent salt is unique to the root (the opponent "knows the state",
 Fig. 9 lines 12-13), inherited by every descendant.
 
-Threads (section 3.4; design/SEARCH.md section 4.7): expanders write only rows at or past
-`n_nodes` (reserved under a lock) and their own claim bytes; the solver thread links new rows into
-the tree (`caligo.search.expand._commit_kernel`) between iterations, so every field a solver
-pass reads is written by the solver thread alone. Flags: EXPANDED and NEW are the solver's,
-`claim` the expanders'.
+Threads (section 3.4; docs/design.md, "The arena, the solver and the expanders"): expanders write
+only rows at or past `n_nodes` (reserved under a lock) and their own claim bytes; the solver thread
+links new rows into the tree (`caligo.search.expand._commit_kernel`) between iterations, so every
+field a solver pass reads is written by the solver thread alone. Flags: EXPANDED and NEW are the
+solver's, `claim` the expanders'.
 
 All state lives in five arrays-of-arrays (`NodeArrays`, `InfosetArrays`, `SlotArrays`,
 `RootArrays`, and the counters `meta` / `fmeta`), each a namedtuple the numba kernels take whole.

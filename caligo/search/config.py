@@ -1,10 +1,10 @@
 """`SearchConfig` (frozen, validated), its enums, and the frozen `SearchResult` of one search.
 
-One enum per ablation of seed 001 section 4.1 (purification, KLUSS vs KLSS, one- vs two-sided
+One enum per ablation of Obscuro, section 4.1 (purification, KLUSS vs KLSS, one- vs two-sided
 GT-CFR, the Resolve prior) plus the switches the small-game study needs (last vs average
 iterate, full expansion, the first decision's roots, true vs singleton opponent infosets at
-sampled roots, carry-over of regrets, the gadget). Defaults are Obscuro's (seed 001 Figs. 8-12,
-appendix C; design/SEARCH.md section 4.10), except where a field says otherwise.
+sampled roots, carry-over of regrets, the gadget). Defaults are Obscuro's (Obscuro, Figs. 8-12,
+appendix C; docs/design.md, "One move of Obscuro's search"), except where a field says otherwise.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class SearchConfigError(SearchError):
 
 
 class Expansion(enum.Enum):
-    """How the tree grows (seed 001 section 3.3, C.4; ablation 3)."""
+    """How the tree grows (Obscuro, section 3.3, C.4; ablation 3)."""
 
     ONE_SIDED = "one_sided"  # the explorer mixes; the other player follows its current strategy
     TWO_SIDED = "two_sided"  # GT-CFR as published: both players explore on every walk
@@ -60,7 +60,8 @@ class Expansion(enum.Enum):
 
 
 class SubgameKind(enum.Enum):
-    """Which knowledge-limited subgame is built at a decision (seed 001 C.6; ablation 2)."""
+    """Which knowledge-limited subgame is built at a decision (Obscuro, appendix C.6; ablation
+    2)."""
 
     KLUSS = "kluss"  # 2-KLUSS (Obscuro): the searcher's nodes in I^2 \\ I are re-optimized
     KLSS = "klss"  # 1-KLSS (ZS21): they (and everything below them) are frozen at the blueprint
@@ -69,7 +70,7 @@ class SubgameKind(enum.Enum):
 
 
 class GadgetMode(enum.Enum):
-    """The root gadget (seed 001 C.1, Fig. 10 lines 11-13)."""
+    """The root gadget (Obscuro, appendix C.1, Fig. 10 lines 11-13)."""
 
     BLEND = "blend"  # Obscuro: p_max blend of Resolve and Maxmargin
     MAXMARGIN = "maxmargin"
@@ -85,21 +86,22 @@ class GadgetInUse(enum.Enum):
 
 
 class Purification(enum.Enum):
-    """Move selection (seed 001 section 3.5, C.8, Fig. 8; ablation 1)."""
+    """Move selection (Obscuro, section 3.5, C.8, Fig. 8; ablation 1)."""
 
     STABLE_TOP3 = "stable_top3"  # Obscuro: mix over stable actions (at most max_support)
     NONE = "none"  # play the searched strategy as it is
 
 
 class Iterate(enum.Enum):
-    """Which PCFR+ strategy is played and carried (seed 001 C.7)."""
+    """Which PCFR+ strategy is played and carried (Obscuro, appendix C.7)."""
 
     LAST = "last"  # Obscuro
     AVERAGE = "average"  # the sequence-form average (for the small-game comparisons)
 
 
 class CarryOver(enum.Enum):
-    """What survives from one decision's tree to the next (design/SEARCH.md section 4.8)."""
+    """What survives from one decision's tree to the next (docs/design.md, "The arena, the solver
+    and the expanders")."""
 
     PROFILE_ONLY = "profile_only"  # the tree and the last iterates (as the first iterate)
     PROFILE_AND_REGRETS = "profile_and_regrets"  # also cumulative regrets and predictions
@@ -108,7 +110,7 @@ class CarryOver(enum.Enum):
 class FirstDecision(enum.Enum):
     """Where the subgame roots are when there is no previous tree."""
 
-    TRUE_START = "true_start"  # search from the game's start state first (seed 001 section 3:
+    TRUE_START = "true_start"  # search from the game's start state first (Obscuro, section 3:
     # "at the beginning of the game P contains only the starting position"), then re-root
     SAMPLED = "sampled"  # Fig. 9 literally: roots sampled from the belief, no blueprint
 
@@ -121,7 +123,7 @@ class RootInfosets(enum.Enum):
 
 
 class InitialStrategy(enum.Enum):
-    """The first strategy of a newly created infoset (seed 001 C.5)."""
+    """The first strategy of a newly created infoset (Obscuro, appendix C.5)."""
 
     BEST_CHILD = "best_child"  # all weight on the child with the best heuristic value
     UNIFORM = "uniform"
@@ -136,7 +138,7 @@ class EvaluatorKind(enum.Enum):
 
 
 class Schedule(enum.Enum):
-    """How the solver and the expanders share time (seed 001 section 3.4)."""
+    """How the solver and the expanders share time (Obscuro, section 3.4)."""
 
     DETERMINISTIC = "deterministic"  # one thread, a fixed interleaving, seeded: bit-identical
     THREADED = "threaded"  # one solver thread and `expanders` expander threads
@@ -182,15 +184,14 @@ class SearchConfig:
     iterations; with `Seconds` they are a cap (None: no cap). expand_ratio: when set, a search
     given an iteration count makes round(expand_ratio * count) expansions instead (and a timed
     search no cap), so one configuration serves every budget.
-    solver_tail: the share of the budget the solver runs on after the expanders stop (seed 001
-    section 3.4; the paper does not quantify it). min_roots / max_roots: Fig. 9's
-    MININFOSETSIZE (256) and an optional cap on the carried roots of our infoset (None: none).
-    puct_c, explore_mix: C and the weight of the PUCT argmax in the explorer's mix (C.4).
-    max_support: Fig. 8's MAXSUPPORT. gifts: subtract the gift estimate (C.2) from alternate
-    values. max_nodes: the arena's node capacity (it never grows during a search).
-    expanders: expander threads (THREADED only); expander_batch: walks an expander makes per
-    claim, expanded with one game call and one evaluator call (amortises Python per leaf).
-    seed: the root of every random choice.
+    solver_tail: the share of the budget the solver runs on after the expanders stop (Obscuro,
+    section 3.4; the paper does not quantify it). min_roots / max_roots: Fig. 9's MININFOSETSIZE
+    (256) and an optional cap on the carried roots of our infoset (None: none). puct_c, explore_mix:
+    C and the weight of the PUCT argmax in the explorer's mix (C.4). max_support: Fig. 8's
+    MAXSUPPORT. gifts: subtract the gift estimate (C.2) from alternate values. max_nodes: the
+    arena's node capacity (it never grows during a search). expanders: expander threads (THREADED
+    only); expander_batch: walks an expander makes per claim, expanded with one game call and one
+    evaluator call (amortises Python per leaf). seed: the root of every random choice.
     """
 
     budget: Iterations | Seconds = field(default_factory=lambda: Iterations(1000))

@@ -1,7 +1,7 @@
-"""The subgame at the start of a decision: seed 001 Fig. 9 (CONSTRUCTSUBGAME) on the arena.
+"""The subgame at the start of a decision: Obscuro, Fig. 9 (CONSTRUCTSUBGAME) on the arena.
 
-`init_plain` starts a tree at one state with no gadget (the game's true start; seed 001
-section 3: "at the beginning of the game P contains only the starting position").
+`init_plain` starts a tree at one state with no gadget (the game's true start; Obscuro, section 3:
+"at the beginning of the game P contains only the starting position").
 
 `build_kluss(old, new, ...)` builds the knowledge-limited subgame for the searching player
 (▲) at its current infoset, from the previous search's tree `old` and its final profile (x, y),
@@ -13,8 +13,8 @@ reach=True)`, which the tests use as its oracle on fully expanded trees:
    chance reach c(h) (the previous gadget's h_J chance included), ▲'s reach x(h), ▼'s reach
    y(h) (the previous root weight w_J counts as ▼'s), and the value v(h) under (x, y).
 2. I = the carried nodes where ▲ acts with ▲'s current observation-sequence key. The kept set is
-   K = I^2 = every node sharing ▼'s key with a node of I (seed 001 B.2: distance <= 1 in the
-   knowledge graph); its roots are the nodes of K with no ancestor in K; the root infosets J are
+   K = I^2 = every node sharing ▼'s key with a node of I (Obscuro, appendix B.2: distance <= 1 in
+   the knowledge graph); its roots are the nodes of K with no ancestor in K; the root infosets J are
    ▼'s keys of the roots, in order of their first root.
 3. Per J: D = sum over J's roots of c x, R = sum over all of J of c x, sigma = R / D, the
    alternate value v_alt(J) = V / R with V = sum over J's roots of c x v (C.2: the blueprint
@@ -421,8 +421,8 @@ class _Group:
 def knowledge_set(keys: np.ndarray, allowed: np.ndarray, start: np.ndarray, hops: int,
                   ) -> np.ndarray:
     """I^k over the carried nodes: nodes within `hops` = k - 1 steps of `start` in the knowledge
-    graph (two nodes are adjacent when they share either player's key, seed 001 B.2); hops = 0
-    means no limit (the common-knowledge closure I^inf). keys: uint64[n, 2]; allowed, start:
+    graph (two nodes are adjacent when they share either player's key, Obscuro, appendix B.2); hops
+    = 0 means no limit (the common-knowledge closure I^inf). keys: uint64[n, 2]; allowed, start:
     bool[n]. Returns bool[n]."""
     cur = start & allowed
     step = 0

@@ -1,4 +1,4 @@
-"""`GrowingTreeSearch`: one solver and its expanders on an arena (seed 001 sections 3.2-3.4).
+"""`GrowingTreeSearch`: one solver and its expanders on an arena (Obscuro, sections 3.2-3.4).
 
 A search at a decision: the subgame is built (`start` at a state, `reroot` from the previous
 tree: `caligo.search.construct`), then PCFR+ iterations (`caligo.search.solver`) and expansion
@@ -11,15 +11,15 @@ Schedules (`Schedule`):
   floor((t+1) E / T_e) - floor(t E / T_e) expansion steps (E = `expansions`, T_e = the first
   (1 - solver_tail) of the T iterations: the expanders stop first, the solver runs a tail,
   section 3.4), then commits them. Every random choice comes from the seed: two runs are
-  bit-identical (the `Bench:` property of STYLE.md item 11).
+  bit-identical (the `Bench:` property of docs/design.md, "Conventions").
 - THREADED: the calling thread is the solver; `expanders` threads walk and expand. Publication
-  protocol (design/SEARCH.md section 4.7): an expander claims a leaf under `claim_lock`,
-  expands it outside any lock (game, evaluator), reserves rows under `alloc_lock`, writes them,
-  and queues the expansion; the solver commits the queue between iterations, so the solver's
-  passes read only solver-written fields, and expanders read the solver's strategies lock-free
-  (stale reads are harmless, as in Obscuro). The expanders stop at (1 - solver_tail) of the
-  time budget, the solver at the end. Each expander gets its own evaluator from
-  `evaluator_factory` (a Stockfish process per thread).
+  protocol (docs/design.md, "The arena, the solver and the expanders"): an expander claims a leaf
+  under `claim_lock`, expands it outside any lock (game, evaluator), reserves rows under
+  `alloc_lock`, writes them, and queues the expansion; the solver commits the queue between
+  iterations, so the solver's passes read only solver-written fields, and expanders read the
+  solver's strategies lock-free (stale reads are harmless, as in Obscuro). The expanders stop at (1
+  - solver_tail) of the time budget, the solver at the end. Each expander gets its own evaluator
+  from `evaluator_factory` (a Stockfish process per thread).
 
 With `Expansion.FULL` the whole subgame is expanded before the first iteration (small games:
 leaf values never matter and the solver and gadget are measured alone).

@@ -1,4 +1,4 @@
-"""Leaf evaluators for `TreeGame` (design/SEARCH.md section 4.9, "small-game evaluators").
+"""Leaf evaluators for `TreeGame`s, the small games the search is measured on exactly.
 
 - `ZeroEvaluator`: every non-terminal state is worth 0 (the free evaluator of the benchmark).
 - `PerfectInfoEvaluator`: the perfect-information value of the subtree (both players see the

@@ -1,4 +1,4 @@
-"""Growing the tree: one-sided GT-CFR leaf selection (seed 001 Fig. 12, C.4, C.5) and appending.
+"""Growing the tree: one-sided GT-CFR leaf selection (Obscuro, Fig. 12, C.4, C.5) and appending.
 
 `_select_kernel` is DOEXPANSIONSTEP's walk. From the root gadget (J sampled in proportion to the
 blended weights w_J, normalised: under Resolve they need not sum to 1, Fig. 12 line 17; the

@@ -18,7 +18,7 @@ search asks is one batch call over many states, returning flat arrays:
 - `true_infoset_states(state, player)`: the states of the player's infoset at `state` where the
   game can give them (`TreeGame` can; FoW chess cannot), else None.
 
-`Belief` is the searching player's set P of possible states (seed 001 section 3): its size, its
+`Belief` is the searching player's set P of possible states (Obscuro, section 3): its size, its
 states' weights (chance reach; 1 where P has no chance), and uniform sampling without
 replacement of states not already in the tree (Fig. 9 line 11).
 

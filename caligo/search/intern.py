@@ -1,18 +1,18 @@
 """Infoset identity: 64-bit observation-sequence keys and an interning hash table.
 
 An infoset of the growing tree is the pair (player, key), where key is a uint64 hash of the
-player's observation sequence (seed 001 B.1: two nodes are in one infoset of player i exactly
-when i's sequences of observations and own actions agree). The same pair always maps to the same
-infoset id, found through `_lookup_kernel` / `_insert_kernel`: an open-addressing table with
-linear probing that stores the full (player, key) pair, so two different pairs never share an
-id (a 64-bit hash collision between two different sequences is the only way to merge infosets;
-at 10^6 infosets its probability is about 10^-8).
+player's observation sequence (Obscuro, appendix B.1: two nodes are in one infoset of player i
+exactly when i's sequences of observations and own actions agree). The same pair always maps to the
+same infoset id, found through `_lookup_kernel` / `_insert_kernel`: an open-addressing table with
+linear probing that stores the full (player, key) pair, so two different pairs never share an id (a
+64-bit hash collision between two different sequences is the only way to merge infosets; at 10^6
+infosets its probability is about 10^-8).
 
 Keys are built by `mix_key(parent_key, action, obs)` (games whose observations are per step,
 `KeyMode.INCREMENTAL`) or taken from the game (`KeyMode.CUMULATIVE`), salted per sampled root
 where the opponent is assumed to know the state (design notes in `caligo.search.arena`).
 
-All arithmetic is on np.uint64 with np.uint64 constants (DESIGN.md numba trap: a bare int
+All arithmetic is on np.uint64 with np.uint64 constants (docs/design.md, "Traps": a bare int
 literal turns uint64 arithmetic into int64 or float64).
 """
 

@@ -1,4 +1,4 @@
-"""Move selection by partial purification: seed 001 Fig. 8 lines 11-21 and appendix C.8.
+"""Move selection by partial purification: Obscuro, Fig. 8 lines 11-21 and appendix C.8.
 
     a* = argmax_a pi(a|I)                       (ties: the first action)
     if p_max = 0 (Maxmargin: the strategy is safe, mixing allowed):
@@ -8,7 +8,7 @@
 
 An action is *stable* if it was in the support of the current strategy x^t at every iteration
 t > T_1/2, the iteration reached at half the budget (C.8). Fig. 8 line 21 samples from pi where
-pi_play is meant (design/SEARCH.md section 1.6); `purify` returns pi_play.
+pi_play is meant (docs/design.md, "One move of Obscuro's search"); `purify` returns pi_play.
 `Purification.NONE` returns pi unchanged (ablation 1).
 """
 

@@ -1,7 +1,7 @@
 """Slow, obviously-correct pure-Python references of the search kernels (tests only).
 
 - `reference_iteration(arena, average)`: one full iteration (searcher's pass, opponent's pass,
-  gadget update) written as seed 001 Figs. 10-11 read: a recursive MAKEUTILITIES over dicts,
+  gadget update) written as Obscuro, Figs. 10-11 read: a recursive MAKEUTILITIES over dicts,
   then the bottom-up regret-minimizer updates, then the gadget's. Mutates the arena like
   `caligo.search.solver._iterate_kernel` and must leave it bit-for-bit... up to floating
   summation order, so tests compare with a tolerance.

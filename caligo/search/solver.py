@@ -1,4 +1,4 @@
-"""PCFR+ on the growing tree: seed 001 Figs. 10-11 as numba kernels over the arena.
+"""PCFR+ on the growing tree: Obscuro, Figs. 10-11 as numba kernels over the arena.
 
 One iteration is `RUNCFRITERATION(searcher)`, then `RUNCFRITERATION(opponent)` followed by the
 root gadget's update (Fig. 10 lines 3-13): alternating updates.

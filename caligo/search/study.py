@@ -114,7 +114,7 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("gtcfr128+ck_safe", _gt(128, subgame=SubgameKind.COMMON_KNOWLEDGE,
                                     alternate_values=AlternateValues.BEST_RESPONSE, gifts=False,
                                     gadget=GadgetMode.MAXMARGIN), EvaluatorKind.PERFECT_INFO, 3),
-    # ablations (seed 001 section 4.1 and the rest of SearchConfig), on GT-CFR with 128
+    # ablations (Obscuro, section 4.1 and the rest of SearchConfig), on GT-CFR with 128
     # expansions where expansion matters, else on full expansion
     Variant("abl:two_sided", _gt(128, expansion=Expansion.TWO_SIDED), EvaluatorKind.PERFECT_INFO,
             3, ABLATION_BUDGETS),

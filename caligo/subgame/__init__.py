@@ -1,1 +1,1 @@
-"""Caligo subgame layer (see DESIGN.md for the layering)."""
+"""Caligo subgame layer (see docs/design.md for the layering)."""

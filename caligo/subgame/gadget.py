@@ -1,17 +1,19 @@
-"""Gadget games for subgame solving: MakeSubgame of seed 000 Algorithm 12, line by line.
+"""Gadget games for subgame solving: MakeSubgame of Zhang & Sandholm 2021, Algorithm 12, line by
+line.
 
 A *game with extra payoffs* is a pair (GameTree, B) with B a sparse matrix over (player-0
-sequence, player-1 sequence) and payoff <x, (A + B) y> (seed 000 appendix C); the original game
-has B = None. `make_subgame(tree, blueprint, infoset, options, B)` builds the gadget of player 0
-(⊕, the solving player) at her decision infoset I as another such pair, so the gadget is an
-ordinary `GameTree` every solver, best response and CFR variant handles, and a gadget can again
+sequence, player-1 sequence) and payoff <x, (A + B) y> (Zhang & Sandholm 2021, appendix C); the
+original game has B = None. `make_subgame(tree, blueprint, infoset, options, B)` builds the gadget
+of player 0 (⊕, the solving player) at her decision infoset I as another such pair, so the gadget is
+an ordinary `GameTree` every solver, best response and CFR variant handles, and a gadget can again
 be the input of `make_subgame` (nested solving: B of the earlier gadget is carried over, scaled).
 
 Notation (all values in player 0's utility; ⊖ = player 1 minimizes):
 
 - x = the blueprint's player-0 realization plan, y its player-1 plan, p(h) the chance reach.
 - K = the kept set: I^k (order-k knowledge set over the observation hypergraph, `k` odd or inf;
-  I^{k+1} with `kluss`, seed 001 C.6). Its *roots* are the nodes of K without an ancestor in K.
+  I^{k+1} with `kluss`, Obscuro, appendix C.6). Its *roots* are the nodes of K without an ancestor
+  in K.
 - The opponent's root infosets I0 are the player-1 observation infosets (`kinfo`, also where
   player 1 does not act) of the roots, in order of first appearance. For each I0:
   R(I0) = sum_{h in I0} p(h) x(h) over the whole of I0 (the counterfactual reach),
@@ -19,26 +21,26 @@ Notation (all values in player 0's utility; ⊖ = player 1 minimizes):
   sigma(I0) = R / D (the "scaled up" of appendix C: the gadget sees only part of I0).
 - V(I0) = sum_{z below I0} p(z) x(z) y'(z | I0) u(z) + sum_{s strictly below s(I0)} B[∅, s]
   y'(s | I0), the unnormalized value of I0 when player 1 plays y' from I0 on; y' is the best
-  response to x (AlternateValues.BEST_RESPONSE, seed 000) or the blueprint's y
-  (AlternateValues.BLUEPRINT, seed 001 C.2). The alternate value is u*(x|I0) = V / R.
+  response to x (AlternateValues.BEST_RESPONSE, Zhang & Sandholm 2021) or the blueprint's y
+  (AlternateValues.BLUEPRINT, Obscuro, appendix C.2). The alternate value is u*(x|I0) = V / R.
 - Gift (with `reach`): g(I0) = sum over player 1's decisions J'a' on the path to I0 of
   u*(x|J'a') - min_a u*(x|J'a) (normalized counterfactual best-response values, >= 0: what
-  player 1 gave up to get there; seed 000 line 23 with the sign that *lowers* the alternate
-  value, section 3), or with blueprint values [u(x,y|J'a') - u(x,y|J')]^+ (seed 001 C.2).
+  player 1 gave up to get there; Zhang & Sandholm 2021, Algorithm 12 line 23, with the sign that
+  *lowers* the alternate value, section 3), or with blueprint values [u(x,y|J'a') - u(x,y|J')]^+
+  (Obscuro, appendix C.2).
 
 Gadget kinds (`GadgetKind`):
 
-- MAXMARGIN (Algorithm 12; seed 004 I.4): the root is a player-1 node with one action c_I0 per
-  root infoset, then a chance node over I0 ∩ roots with probability p(h) x(h) / D, then the
+- MAXMARGIN (Algorithm 12; Ha 2016, section I.4): the root is a player-1 node with one action c_I0
+  per root infoset, then a chance node over I0 ∩ roots with probability p(h) x(h) / D, then the
   original subtrees. B[∅, c_I0] = -V(I0)/D + g(I0) sigma(I0) (line 21-22; V/D = u*(x|I0) sigma is
-  the alternate value in gadget units). The blueprint has every branch value 0; a strategy's
-  gadget value is min over I0 of sigma(I0) (M(I0) + g(I0)), with the margin
-  M(I0) = u*(x'|I0) - u*(x|I0).
+  the alternate value in gadget units). The blueprint has every branch value 0; a strategy's gadget
+  value is min over I0 of sigma(I0) (M(I0) + g(I0)), with the margin M(I0) = u*(x'|I0) - u*(x|I0).
 - RESOLVE (MaxmarginToResolve, lines 29-37): the root is chance with prior alpha(I0) (uniform
-  1/N, or seed 001 C.3's 1/2 (P(I0)/sum P + 1/N) with P(I0) = sum_{h in I0 ∩ roots} p x y),
+  1/N, or Obscuro, appendix C.3's 1/2 (P(I0)/sum P + 1/N) with P(I0) = sum_{h in I0 ∩ roots} p x y),
   then a player-1 node per I0 with EXIT (utility 0) and PLAY (the maxmargin branch); every B
   entry of the branch is multiplied by alpha(I0). The value is sum alpha sigma [M + g]^-.
-- UNSAFE (seed 004 chapter G, endgame solving): the root is chance over all roots with
+- UNSAFE (Ha 2016, chapter G, endgame solving): the root is chance over all roots with
   probability p(h) x(h) y(h) / sum; no alternate values; player 1 is free below.
 
 B entries of the gadget, all in its top row (player 0's empty sequence):
@@ -102,15 +104,15 @@ class GadgetKind(enum.Enum):
 class AlternateValues(enum.Enum):
     """Where alternate values and gifts come from."""
 
-    BEST_RESPONSE = "best_response"  # u*(x|J), seed 000 / Brown and Sandholm 2017
-    BLUEPRINT = "blueprint"  # u(x, y|J) of the blueprint profile, seed 001 C.2
+    BEST_RESPONSE = "best_response"  # u*(x|J), Zhang & Sandholm 2021 / Brown and Sandholm 2017
+    BLUEPRINT = "blueprint"  # u(x, y|J) of the blueprint profile, Obscuro, appendix C.2
 
 
 class ResolvePrior(enum.Enum):
     """The chance distribution over root infosets of the Resolve gadget."""
 
     UNIFORM = "uniform"  # Burch et al. 2014, Algorithm 12 line 30
-    BLUEPRINT_MIX = "blueprint_mix"  # seed 001 C.3: half uniform, half blueprint reach
+    BLUEPRINT_MIX = "blueprint_mix"  # Obscuro, appendix C.3: half uniform, half blueprint reach
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,8 @@ class SubgameOptions:
     k: odd positive int or math.inf (the order of the knowledge set; inf = common knowledge).
     reach: subtract gift estimates from the alternate values (Reach subgame solving).
     merge_transpositions: Algorithm 12 lines 10-14, only with k = 1.
-    kluss: keep (and re-optimize) I^{k+1} instead of I^k (seed 001 C.6; k = 1 gives 2-KLUSS).
+    kluss: keep (and re-optimize) I^{k+1} instead of I^k (Obscuro, appendix C.6; k = 1 gives
+    2-KLUSS).
     """
 
     kind: GadgetKind = GadgetKind.MAXMARGIN
@@ -737,7 +740,7 @@ def make_subgame(
         _gifts(tree, s, Bin, opts.alternate_values, base_seq) if opts.reach else np.zeros(m)
     )
 
-    # the Resolve prior (line 30 / seed 001 C.3)
+    # the Resolve prior (line 30 / Obscuro, appendix C.3)
     prior = np.ones(m)
     if opts.kind is GadgetKind.RESOLVE and m:
         prior = np.full(m, 1.0 / m)
@@ -929,7 +932,7 @@ def subgame_margins(sub: Subgame, gadget_strategy: FloatArray) -> FloatArray:
     u*(x'|I0) is read off the gadget: player 1's best response to x' (with the gadget's B) over
     the copies of I0's nodes (kept, and frozen ones through B), normalized by their reach and
     scaled back by D / R. The alternate-value and gift entries are left out, so gifts are not
-    included: M is the plain margin of seed 004 Definition 5 (per root infoset).
+    included: M is the plain margin of Ha 2016, Definition 5 (per root infoset).
     """
     if sub.is_empty:
         return np.zeros(0)

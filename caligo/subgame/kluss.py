@@ -1,4 +1,4 @@
-"""2-KLUSS, knowledge-limited *unfrozen* subgame solving (seed 001 appendix C.6).
+"""2-KLUSS, knowledge-limited *unfrozen* subgame solving (Obscuro, appendix C.6).
 
 k-KLSS keeps I^k and freezes player 0 (turns her nodes into chance nodes at the blueprint) in
 I^{k+1} \\ I^k; with Algorithm 12 those frozen nodes are folded into the top row of B. KLUSS keeps
@@ -35,5 +35,5 @@ def make_kluss_subgame(
     options: SubgameOptions | None = None,
     B: sp.spmatrix | None = None,
 ) -> Subgame:
-    """The 2-KLUSS gadget (seed 001 C.6) at player 0's infoset `infoset`."""
+    """The 2-KLUSS gadget (Obscuro, appendix C.6) at player 0's infoset `infoset`."""
     return make_subgame(tree, blueprint, infoset, kluss_options(options), B)

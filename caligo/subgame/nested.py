@@ -1,9 +1,10 @@
-"""Nested subgame solving at every player-0 infoset (seed 000 section 7; DESIGN.md).
+"""Nested subgame solving at every player-0 infoset (Zhang & Sandholm 2021, section 7).
 
 For each player-0 infoset I, the unique chain I_1 < I_2 < ... < I_m = I of player-0 infosets
 above it is solved in order: Gamma_0 is the full game with the blueprint x_0, and
-Gamma_j = MakeSubgame(Gamma_{j-1}, x_{j-1}, I_j, k) (seed 000 Algorithm 12) is solved for x_j.
-The strategy at I is read from the last solve of its chain, x_m at the copy of I in Gamma_m.
+Gamma_j = MakeSubgame(Gamma_{j-1}, x_{j-1}, I_j, k) (Zhang & Sandholm 2021, Algorithm 12) is solved
+for x_j. The strategy at I is read from the last solve of its chain, x_m at the copy of I in
+Gamma_m.
 
 Chains share prefixes, so the infosets are visited depth first over the forest of player-0
 infosets (the parent of I is the infoset owning I's parent sequence) and each subgame is built

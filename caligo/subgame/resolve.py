@@ -1,4 +1,5 @@
-"""Conversions between gadgets and small tree transforms (seed 000 Algorithm 12, lines 29-43).
+"""Conversions between gadgets and small tree transforms (Zhang & Sandholm 2021, Algorithm 12, lines
+29-43).
 
 - `maxmargin_to_resolve(sub, prior=None)` (MaxmarginToResolve): the player-1 root becomes a
   chance node playing prior alpha (uniform 1/N by default, line 30); each branch gets a
@@ -12,8 +13,8 @@ Both return a new `Subgame` whose maps still point at the original source tree, 
 `subgame_margins` work unchanged. `make_subgame(..., kind=RESOLVE)` builds the same game directly.
 
 `swap_players(tree)` renames the players (and negates utilities), so that player 1 can be the
-solving player of `make_subgame` (e.g. seed 004 F.2's re-solving of rock-paper-scissors, where
-the re-solving player moves second).
+solving player of `make_subgame` (e.g. Ha 2016, section F.2's re-solving of rock-paper-scissors,
+where the re-solving player moves second).
 """
 
 from __future__ import annotations

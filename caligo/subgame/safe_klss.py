@@ -1,4 +1,4 @@
-"""Safe-1-KLSS (seed 002, "Safe KLSS" slides, after Liu, Fu, Fu and Yang, ICML 2023).
+"""Safe-1-KLSS (Liu et al. 2023, "Opponent-Limited Online Search for Imperfect Information Games").
 
 The formulation implemented here. Let x0 be the blueprint, I player 0's infoset, J a player-1
 root infoset meeting I, y_J a player-1 strategy from J on, u_S(x, y_J) the value conditional on
@@ -14,14 +14,14 @@ and plain 1-KLSS's margin min_y [u_J(x', y) - min_y' u_J(x0, y')], divided by be
 
 which "allows one infoset I to steal the whole gift": solved at every infoset I of J, each may
 use all of it. Safe-KLSS splits the gift among the player-0 infosets by their blueprint reach: I
-gets the share beta_{I|J} of gift_J, i.e. (the slides' crossed-out beta) the pair margin
+gets the share beta_{I|J} of gift_J, i.e. (the margin above without its 1/beta) the pair margin
 
     Margin_{I,J}(x') = min_{y_J} { u_{I∩J}(x'_I, y_J) - u_{I∩J}(x0_I, y_J) + gift_J(y_J) },
 
 and Maxmargin maximizes min_J Margin_{I,J} (Resolve: sum_J alpha_J [Margin_{I,J}]^-). If every
 infoset I of J keeps Margin_{I,J} >= 0, then sum_I beta_{I|J} (improvement at I) + gift >= 0
 for every y_J, so no player-1 infoset gains: solving independently at every infoset is safe
-(unlike 1-KLSS; seed 000 Proposition 3 is the test).
+(unlike 1-KLSS; Zhang & Sandholm 2021, Proposition 3 is the test).
 
 As a gadget (same tree as the 1-KLSS gadget, `make_subgame` with k = 1), in branch J:
 A gives u_{I∩J}(x', y) (chance p(h) x(h) / D over I ∩ J); the top row of B holds

@@ -1,4 +1,4 @@
-"""Safe nested k-KLSS: seed 000 Algorithm 13 (Theorem 4) and Algorithm 14 (Theorem 5).
+"""Safe nested k-KLSS: Zhang & Sandholm 2021, Algorithm 13 (Theorem 4) and Algorithm 14 (Theorem 5).
 
 Both play random playthroughs of a game as player 0 (⊕): chance samples by its probabilities,
 player 1 (⊖) uniformly, ⊕ from the current subgame strategy. At each ⊕ decision the current
@@ -129,7 +129,8 @@ def update_blueprint(
 
 
 def collapsed_graph(tree: GameTree) -> dict[int, set[int]]:
-    """G' of seed 000 section 4.2: ⊕ infosets adjacent when they hold nodes of one ⊖ infoset."""
+    """G' of Zhang & Sandholm 2021, section 4.2: ⊕ infosets adjacent when they hold nodes of one ⊖
+    infoset."""
     by_k: dict[int, set[int]] = {}
     nodes = np.flatnonzero(tree.player == 0)
     for h in nodes:

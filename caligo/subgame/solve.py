@@ -1,10 +1,10 @@
 """Solve a gadget game (tree, B): exactly by sequence-form LP, approximately by the CFR family.
 
 - `SolveMethod.LP`: `caligo.core.lp.solve_player(gadget, 0, floors, extra=B)` (HiGHS). For a
-  Maxmargin gadget this is seed 004's LP (I.2): maximize m subject to v_I - m >= CBV(I) at every
+  Maxmargin gadget this is Ha 2016's LP (I.2): maximize m subject to v_I - m >= CBV(I) at every
   root infoset, written as a game (the player-1 root choice is the min over root infosets);
   for a Resolve gadget it is (H.1) with the EXIT options; for unsafe solving it is the endgame
-  LP of seed 004 G.3.
+  LP of Ha 2016, section G.3.
 - `SolveMethod.CFR`: a `caligo.core.cfr.CFRSolver` run on the gadget with B folded into the
   sequence-form traversal as extra payoff entries (B[s0, s1] is one more (s0, s1, coefficient)
   term, exactly like a chance-weighted terminal). Needs `Traversal.SEQUENCE_FORM`.
@@ -79,7 +79,7 @@ class SubgameSolution:
 
     @property
     def min_margin(self) -> float:
-        """The subgame margin of seed 004 Definition 5 (inf if there are no roots)."""
+        """The subgame margin of Ha 2016, Definition 5 (inf if there are no roots)."""
         return float(self.margins.min()) if self.margins.size else float("inf")
 
 

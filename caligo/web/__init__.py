@@ -1,4 +1,4 @@
-"""Play Caligo in the browser: a FastAPI app with a static page (issue 10; PLAY.md section 4).
+"""Play Caligo in the browser: a FastAPI app with a static page (docs/design.md, "The web app").
 
 `create_app(WebConfig(db=..., agent=...))` builds the app; `caligo web serve` runs it on uvicorn.
 Modules: `app` (routes), `live` (live games, engine threads, storage of web games), `seat_view`

@@ -1,4 +1,4 @@
-"""The FastAPI app: a static page, REST for games and reveals, one WebSocket per seat (PLAY.md 4.2).
+"""The FastAPI app: a static page, REST for games and reveals, one WebSocket per seat.
 
 Routes::
 

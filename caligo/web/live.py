@@ -1,6 +1,6 @@
 """Live games of the web app: a human seat on a WebSocket against an engine seat in a thread.
 
-A `LiveGame` drives the play layer's `GameSession` asynchronously (PLAY.md 4.2):
+A `LiveGame` drives the play layer's `GameSession` asynchronously (docs/design.md, "The web app"):
 
 - every frame the browser receives is built by `caligo.web.seat_view.SeatTracker` from the
   session's `project(human)` messages, plus the public clocks;

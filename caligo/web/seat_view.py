@@ -1,9 +1,9 @@
 """What a browser seat is shown during a game: a pure function of that seat's `project()` messages.
 
 The play layer's `caligo.play.session.project` is the one function that builds every message a
-seat may receive (PLAY.md 1.2, 4.2). `SeatTracker` consumes exactly those messages (`newgame`,
-`observe`, `go`, `force`, `gameover`) and nothing else, and derives what a chess.com or lichess
-player expects beside the board, each item from the seat's own transcript:
+seat may receive (docs/design.md, "The referee" and "The web app"). `SeatTracker` consumes exactly
+those messages (`newgame`, `observe`, `go`, `force`, `gameover`) and nothing else, and derives what
+a chess.com or lichess player expects beside the board, each item from the seat's own transcript:
 
 - the board: `caligo.fow.view.view_data` of the latest observation, with the own last move and
   the squares where own pieces vanished during the opponent's last ply;

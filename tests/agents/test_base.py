@@ -1,9 +1,9 @@
 """The agent interface's value types and the observation-only move decoding.
 
 Expected values: python-chess's legal move list (`chess.Board.pseudo_legal_moves`, FoW-adjusted
-by `caligo.fow.observation.fow_moves_reference`) for the moves a player may play, which seed
-001 appendix A says a FoW player always knows from their observation; the PGN standard's
-TimeControl tag forms ("300+2", "-") for `pgn_tag`.
+by `caligo.fow.observation.fow_moves_reference`) for the moves a player may play, which Obscuro,
+appendix A says a FoW player always knows from their observation; the PGN standard's TimeControl tag
+forms ("300+2", "-") for `pgn_tag`.
 """
 
 from __future__ import annotations

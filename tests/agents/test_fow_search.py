@@ -146,7 +146,8 @@ def test_concurrent_expansions_write_disjoint_rows() -> None:
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
+        t.join(timeout=600)
+        assert not t.is_alive()
     a, b = out
     assert not np.intersect1d(a.state, b.state).size
     np.testing.assert_array_equal(game.positions(a.state), game.positions(b.state))

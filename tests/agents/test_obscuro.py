@@ -7,8 +7,8 @@ Expected values and where they come from:
   (issue 8), so "no such ending" is checked against the referee's verdicts;
 - the analysis' belief size: `caligo.fow.BeliefSet` replayed on the agent's own transcript
   (the referee's record of what the agent observed), not the agent's copy;
-- the ablation presets: the text of seed 001 section 4.1 (which switch each ablation turns);
-- "purification off": seed 001 section 4.1 item 1 (mix over all stable actions, also under
+- the ablation presets: the text of Obscuro, section 4.1 (which switch each ablation turns);
+- "purification off": Obscuro, section 4.1 item 1 (mix over all stable actions, also under
   Resolve and past three), computed with `caligo.search.purify` on the searched policy;
 - time: the referee's clock (increment after each move), injected: the referee and the agent
   both read `time.process_time`, which other processes on a busy machine do not advance, so
@@ -302,8 +302,8 @@ def test_ablation_presets_follow_seed_001() -> None:
 
 
 def test_purification_off_mixes_over_every_stable_action() -> None:
-    """Seed 001 4.1 item 1 against Fig. 8: with p_max > 0 Obscuro plays a* only; the ablation
-    mixes over all stable actions (four here, past MAXSUPPORT = 3)."""
+    """Obscuro, section 4.1 item 1 against Fig. 8: with p_max > 0 Obscuro plays a* only; the
+    ablation mixes over all stable actions (four here, past MAXSUPPORT = 3)."""
     pi = np.array([0.4, 0.2, 0.15, 0.15, 0.1])
     stable = np.array([True, True, True, True, False])
     on = purify(pi, stable, 0.5, Purification.STABLE_TOP3)
@@ -389,7 +389,8 @@ def test_engine_protocol_serves_obscuro() -> None:
     finally:
         agent.close()
     assert subprocess.run([sys.executable, "-m", "caligo", "engine", "--list"],
-                          capture_output=True, text=True, check=True).stdout.count("obscuro")
+                          capture_output=True, text=True, check=True,
+                          timeout=120).stdout.count("obscuro")
 
 
 def test_a_lost_subsample_of_p_never_crashes_the_agent() -> None:

@@ -2,7 +2,7 @@
 
 Expected values: P is `caligo.fow.BeliefSet` replayed on the agent's transcript (not the
 agent's own copy); chess legality of Stockfish's move in the sampled position is python-chess's
-`Board.is_legal`; the king capture rule is seed 001 appendix A (capturing the king wins); game
+`Board.is_legal`; the king capture rule is Obscuro, appendix A (capturing the king wins); game
 endings are the referee's.
 """
 

@@ -1,4 +1,4 @@
-"""ZS21 (seed 000 appendix D, Algorithm 15): the search on small games against
+"""ZS21 (Zhang & Sandholm 2021, appendix D, Algorithm 15): the search on small games against
 `caligo.subgame.nested`, its rules one by one, and the FoW agent through the referee.
 
 Where expected values come from:
@@ -8,10 +8,10 @@ Where expected values come from:
   independent implementation of Algorithm 12 on `GameTree`s), from the same full-game LP
   blueprint, every LP of both sides choosing its optimal vertex by the same fixed generic
   objective (`ZS21Config.canonical`), so a unique answer is compared;
-- Kuhn's game value -1/18 (values.md);
-- the expansion rules: the definitions of seed 000 D.2/D.3 and Algorithm 15 lines 32-44,
-  checked on the solved trunk with reach probabilities recomputed by `caligo.core.strategy`'s
-  realization plans on the exported game;
+- Kuhn's game value -1/18 (docs/design.md, "Reference values");
+- the expansion rules: the definitions of Zhang & Sandholm 2021, appendix D.2/D.3 and Algorithm 15
+  lines 32-44, checked on the solved trunk with reach probabilities recomputed by
+  `caligo.core.strategy`'s realization plans on the exported game;
 - the information term: entropies recomputed from `caligo.fow.observe` (the public API, checked
   against python-chess in tests/fow) and `collections.Counter`;
 - the games: the referee (`caligo.play`) judges every move, clock and crash.
@@ -127,7 +127,7 @@ def test_equals_nested_in_seat_one() -> None:
 
 def test_warm_start_solves_kuhn_exactly() -> None:
     """From the true start with the trunk grown by D.2's rules (not fully expanded): the value
-    is Kuhn's -1/18 (values.md), and growth stops by itself."""
+    is Kuhn's -1/18 (docs/design.md, "Reference values"), and growth stops by itself."""
     tree = load_game("kuhn_poker")
     cfg = replace(FULL, expand_all=False, canonical=False)
     s = ZS21Search(TreeGame(tree), PerfectInfoEvaluator(tree), cfg, 0, capacity=1024,
@@ -417,7 +417,7 @@ def test_expansion_rules_on_solved_trunks() -> None:
 
 def test_forcing_moves_come_first_in_fow() -> None:
     """At a node only one player reaches, a capture, check or promotion child is preferred to
-    any quiet child, whatever their values (seed 000 D.2)."""
+    any quiet child, whatever their values (Zhang & Sandholm 2021, appendix D.2)."""
     game = FowSearchGame("4k3/8/8/3p4/4P3/8/8/4K2R w K - 0 1")
     s = ZS21Search(game, FowEvaluator(game, SimpleEvaluator()),
                    ZS21Config(budget=ZS21Budget(expansions=0), penalty=Penalty.OFF), 0)

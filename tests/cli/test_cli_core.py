@@ -1,24 +1,27 @@
 """The `caligo` command line: games, solve, experiment and bench, errors and Ctrl-C.
 
 Expected values: Kuhn's value -1/18 and the uniform Leduc NashConv 4.7472222 (OpenSpiel, in
-../shared/reference/values.md); Kuhn has 58 nodes (Zhang & Sandholm 2021, Table 2). Commands
+docs/design.md, "Reference values"); Kuhn has 58 nodes (Zhang & Sandholm 2021, Table 2). Commands
 that must be seen from outside (exit status on SIGINT, stderr) run as subprocesses.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from caligo import __version__
 from caligo.cli import main
+from tests.conftest import needs_sigint
 
 CALIGO = [sys.executable, "-m", "caligo"]
 
@@ -33,7 +36,8 @@ def test_version_and_python_m(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(["--version"])
     assert info.value.code == 0 and __version__ in capsys.readouterr().out
-    done = subprocess.run([*CALIGO, "--version"], capture_output=True, text=True, check=True)
+    done = subprocess.run([*CALIGO, "--version"], capture_output=True, text=True, check=True,
+                          timeout=120)
     assert done.stdout.strip() == f"caligo {__version__}"
 
 
@@ -93,7 +97,7 @@ def test_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_pyspiel_echo_is_swallowed() -> None:
     done = subprocess.run([*CALIGO, "games", "show", "kuhn_poker(foo=1)"], capture_output=True,
-                          text=True)
+                          text=True, timeout=120)
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
         "caligo: error: cannot load game 'kuhn_poker(foo=1)': Unknown parameter 'foo'. "
@@ -136,7 +140,7 @@ def test_save_and_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
 
 def test_uniform_strategy_file_against_openspiel(tmp_path: Path) -> None:
     """load_strategy rebuilds the tree from the stored game string; the uniform Leduc strategy
-    evaluates to OpenSpiel's NashConv 4.7472222 (values.md)."""
+    evaluates to OpenSpiel's NashConv 4.7472222 (docs/design.md, "Reference values")."""
     from caligo.core.best_response import nash_conv
     from caligo.core.games import load_game
     from caligo.core.strategy import uniform_strategy
@@ -156,29 +160,45 @@ def _wait_for_line(proc: subprocess.Popen[str]) -> str:
     return proc.stdout.readline()
 
 
+@contextlib.contextmanager
+def _killed_on_exit(proc: subprocess.Popen[str]) -> Iterator[subprocess.Popen[str]]:
+    """Kill the child if it is still running when the test leaves this block (a failed or
+    timed-out test must not leave a billion-iteration run behind)."""
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+@needs_sigint
 def test_ctrl_c_stops_a_long_solve_with_the_result_so_far() -> None:
     """Issue 11's bar: SIGINT stops `caligo solve leduc_poker --iters 1000000000` with exit
     status 130, the result so far and no traceback (the 2 s figure is measured, not asserted:
     docs/api.md)."""
     proc = subprocess.Popen([*CALIGO, "solve", "leduc_poker", "--iters", "1000000000"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    first = _wait_for_line(proc)
-    assert first.startswith("game leduc_poker")
-    time.sleep(2.0)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    with _killed_on_exit(proc):
+        first = _wait_for_line(proc)
+        assert first.startswith("game leduc_poker")
+        time.sleep(2.0)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert "(interrupted)" in out and "NashConv of the average strategy" in out
     assert "Traceback" not in err and "interrupted after" in err
 
 
+@needs_sigint
 def test_ctrl_c_in_an_experiment_is_one_line(tmp_path: Path) -> None:
     proc = subprocess.Popen([*CALIGO, "experiment", "table1", "--out", str(tmp_path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    time.sleep(4.0)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    with _killed_on_exit(proc):
+        time.sleep(4.0)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert err.rstrip().endswith("caligo: interrupted") and "Traceback" not in err
 

@@ -1,9 +1,9 @@
-"""The CFR family against OpenSpiel and against reference/values.md.
+"""The CFR family against OpenSpiel and against docs/design.md, "Reference values".
 
 Sources of expected values:
 - `pyspiel.CFRSolver` / `pyspiel.CFRPlusSolver` (open-spiel's C++), run here on the same game:
   average policies per infoset and their `pyspiel.exploitability` (NashConv / 2).
-- The golden exploitabilities of ../shared/reference/values.md (section "OpenSpiel").
+- The golden exploitabilities of docs/design.md, "Reference values".
 - `open_spiel.python.algorithms.discounted_cfr.DCFRSolver` (alpha 1.5, beta 0, gamma 2) and the
   simultaneous-update `open_spiel.python.algorithms.cfr._CFRSolver`.
 - Convergence: iteration counts measured with this code, exploitability as OpenSpiel defines it
@@ -34,10 +34,11 @@ from caligo.core.cfr import (
 from caligo.core.games import load_game
 from caligo.core.strategy import StrategyError, from_tabular_policy, to_dict_policy
 from caligo.core.tree import GameTree
+from tests.conftest import needs_sigint
 
 CHECKPOINTS = (1, 10, 100)
 
-# reference/values.md, "OpenSpiel (open-spiel 2.0.2)", at t = 1, 10, 100.
+# docs/design.md, "Reference values", at t = 1, 10, 100.
 GOLDEN = {
     ("kuhn_poker", "cfr+"): (4.583333e-01, 3.268709e-02, 1.194404e-03),
     ("leduc_poker", "cfr+"): (2.373611e00, 6.104389e-01, 1.341599e-02),
@@ -155,7 +156,7 @@ def test_leduc_below_1e_3(name: str, config: CFRConfig, iterations: int, which: 
     assert _pyspiel_exploitability("leduc_poker", tree, strategy) < 1e-3
 
 
-# Predictive CFR+ exactly as seed 001 section 3.2 has it (uniform average in sequence form):
+# Predictive CFR+ exactly as Obscuro, section 3.2 has it (uniform average in sequence form):
 # first checkpoint (every 10) below 1e-3 at 8,000 iterations for the average and 8,780 for the
 # last iterate, which then keeps falling fast (about 2.5e-5 at 9,300, 3e-11 at 55,000).
 PCFR_AVERAGE = 8000
@@ -225,7 +226,8 @@ def test_solve_cfr_records_a_trace() -> None:
     res = solve_cfr(tree, CFRConfig.cfr_plus(), 100, record_at=CHECKPOINTS, metric=metric)
     assert isinstance(res, CFRResult) and res.iterations == 100
     assert [p.iteration for p in res.trace] == [1, 10, 100]
-    assert res.trace[1].value == pytest.approx(3.268709e-02, rel=1e-6)  # values.md
+    # OpenSpiel's CFR+ at t = 10 (docs/design.md, "Reference values")
+    assert res.trace[1].value == pytest.approx(3.268709e-02, rel=1e-6)
     assert len(calls) == 3
     with pytest.raises(dataclasses.FrozenInstanceError):
         res.iterations = 3  # type: ignore[misc]
@@ -316,6 +318,7 @@ def test_chunked_iterations_are_bit_identical(algo: Algorithm) -> None:
         assert np.array_equal(s.cumulative_regrets(), one.cumulative_regrets())
 
 
+@needs_sigint
 def test_ctrl_c_stops_a_long_run_with_the_result_so_far() -> None:
     """SIGINT during a billion-iteration run: solve_cfr(interruptible=True) returns between two
     chunks; the state is consistent (a fresh run of exactly that many iterations is identical)."""

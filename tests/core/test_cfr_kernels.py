@@ -1,4 +1,5 @@
-"""The CFR kernels against a slow, tree-recursive pure-Python reference (STYLE.md item 11).
+"""The CFR kernels against a slow, tree-recursive pure-Python reference (docs/design.md,
+"Conventions").
 
 The reference walks histories recursively as OpenSpiel's `CFRSolverBase` does: reach
 probabilities per player plus chance, regrets `cf_reach * (v(ha) - v(h))` per history, the average
@@ -358,7 +359,7 @@ def test_update_kernel_equals_reference(
 
 
 def test_run_kernel_signature_uses_int32_and_float64() -> None:
-    """Kernels compile for the documented dtypes (DESIGN.md: check kernel signatures)."""
+    """Kernels compile for the documented dtypes (docs/design.md: check kernel signatures)."""
     solver = CFRSolver(load_game("kuhn_poker"), CFRConfig.cfr_plus())
     solver.iterate(1)
     sig = K._run_kernel.signatures[-1]

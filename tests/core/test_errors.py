@@ -1,6 +1,6 @@
 """Errors at the public boundary: one CaligoError root, game strings and strategies validated.
 
-Expected node counts come from Zhang & Sandholm 2021, Table 2 (../shared/reference/values.md):
+Expected node counts come from Zhang & Sandholm 2021, Table 2 (docs/design.md, "Reference values"):
 Kuhn 58, 4-card Goofspiel (ascending, turn-based) 1077, Liar's Dice (5-sided) 51181.
 """
 
@@ -115,7 +115,8 @@ def test_strategy_validation_at_the_public_boundary() -> None:
 
 def test_to_tabular_policy_finds_the_game_itself() -> None:
     """Without a pyspiel game the tree's own game string is loaded; the policy evaluates to the
-    same exploitability in OpenSpiel (the uniform Kuhn policy: 11/24, values.md)."""
+    same exploitability in OpenSpiel (the uniform Kuhn policy: 11/24, docs/design.md, "Reference
+    values")."""
     tree = load_game("kuhn_poker")
     s = uniform_strategy(tree)
     for game in (None, "kuhn_poker", pyspiel.load_game("kuhn_poker")):

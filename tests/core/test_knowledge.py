@@ -1,4 +1,5 @@
-"""Knowledge sets (seed 000 section 3, Definitions 1-2; section 4 N-matching pennies)."""
+"""Knowledge sets (Zhang & Sandholm 2021, section 3, Definitions 1-2; section 4 N-matching
+pennies)."""
 
 from __future__ import annotations
 
@@ -39,9 +40,9 @@ def _p0_node(tree, n):
 
 
 def test_matching_pennies_order_k_sets_by_hand(mp):
-    # Seed 000 section 4: player 0 sees n//2, player 1 sees (n+1)//2 before either moves, so
-    # at depth 1 the hyperedges are {2m, 2m+1} (player 0) and {2m-1, 2m} (player 1): a path
-    # 1 - 2 - ... - N. From player 0's infoset {2m, 2m+1}, I^k = {2m-k+1, ..., 2m+k} (clipped).
+    # Zhang & Sandholm 2021, section 4: player 0 sees n//2, player 1 sees (n+1)//2 before either
+    # moves, so at depth 1 the hyperedges are {2m, 2m+1} (player 0) and {2m-1, 2m} (player 1): a
+    # path 1 - 2 - ... - N. From player 0's infoset {2m, 2m+1}, I^k = {2m-k+1, ..., 2m+k} (clipped).
     m = 2
     infoset = {_p0_node(mp, 2 * m), _p0_node(mp, 2 * m + 1)}
     g = int(mp.infoset[_p0_node(mp, 2 * m)])

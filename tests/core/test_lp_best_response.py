@@ -1,7 +1,7 @@
 """LP equilibria, best response, exploitability and NashConv checked against OpenSpiel.
 
 Expected values: Kuhn value -1/18 and Leduc -0.0856064240780 (OpenSpiel's sequence-form LP,
-../shared/reference/values.md); every other expected number is computed in the test by
+docs/design.md, "Reference values"); every other expected number is computed in the test by
 `pyspiel.nash_conv` / `pyspiel.exploitability`, which we did not write.
 """
 
@@ -80,7 +80,7 @@ def test_nash_conv_matches_openspiel(spec: str) -> None:
 
 
 def test_uniform_golden_values() -> None:
-    # ../shared/reference/values.md: uniform NashConv 11/12 (Kuhn), 4.7472222222 (Leduc).
+    # docs/design.md, "Reference values": uniform NashConv 11/12 (Kuhn), 4.7472222222 (Leduc).
     assert nash_conv(load_game("kuhn_poker"), uniform_strategy(load_game("kuhn_poker"))) == (
         pytest.approx(11 / 12, abs=1e-12)
     )
@@ -133,7 +133,7 @@ def test_epsilon_floor_lp() -> None:
     assert np.all(res.strategy[mine] >= floors[mine] - 1e-9)
     assert res.value <= solve_lp(tree).value + 1e-12
     # Table 1 blueprint for Kuhn: exploitability 0.012401 after mapping utilities onto [-1, 1]
-    # (divide by 2), ../shared/reference/values.md.
+    # (divide by 2), docs/design.md, "Reference values".
     assert (solve_lp(tree).value - res.value) / 2 == pytest.approx(0.012401, abs=1e-6)
 
 

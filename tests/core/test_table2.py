@@ -1,4 +1,5 @@
-"""Seed 000 Table 2 (appendix B.2); golden values from reference/values.md and the paper."""
+"""Zhang & Sandholm 2021, Table 2 (appendix B.2); golden values from docs/design.md, "Reference
+values" and the paper."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def test_averages_match_paper(rows, paper):
 
 
 def test_matching_pennies_mirrored_matches_paper():
-    # The paper's row is the mirror image of seed 000 section 4's observations.
+    # The paper's row is the mirror image of Zhang & Sandholm 2021, section 4's observations.
     row = matching_pennies_mirrored_row(100)
     paper = PAPER_TABLE2[-1]
     assert (row.nodes, row.infosets, row.diameter) == (701, 101, 99)
@@ -46,8 +47,8 @@ def test_matching_pennies_mirrored_matches_paper():
 
 
 def test_matching_pennies_as_specified(rows):
-    # As seed 000 section 4 specifies it: first mover's n//2 gives singletons {1}, {N}.
-    # By hand: k=1 (2*2 + 98*3 + 200*4) / 300; inf (100*100 + 200*4) / 300 = 36.
+    # As Zhang & Sandholm 2021, section 4 specifies it: first mover's n//2 gives singletons {1},
+    # {N}. By hand: k=1 (2*2 + 98*3 + 200*4) / 300; inf (100*100 + 200*4) / 300 = 36.
     row = rows["matching_pennies_n(n=100)"]
     assert row.avg_full[0] == pytest.approx((2 * 2 + 98 * 3 + 800) / 300)
     assert row.avg_full[-1] == pytest.approx(36.0)

@@ -3,7 +3,7 @@
 Expected values: `evaluate_reference` computes the same formula on python-chess's board (its
 piece counts, its attack tables for "the side to move can capture the king", and
 `observe_reference`, built on python-chess's move generator, for the visible squares). The
-decided cases are the FoW rules (seed 001 appendix A; docs/fow.md): a missing king is a win for
+decided cases are the FoW rules (Obscuro, appendix A; docs/fow.md): a missing king is a win for
 the capturer, a king the side to move attacks is captured next, and a side without any FoW move
 draws. The hand-made positions say in a comment why their value is what it is.
 """

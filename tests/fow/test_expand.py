@@ -96,7 +96,8 @@ def run_threads(*targets: Callable[[], None]) -> None:
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
+        t.join(timeout=600)
+        assert not t.is_alive(), "a thread did not finish in 600 s"
 
 
 @pytest.mark.slow

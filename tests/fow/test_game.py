@@ -1,6 +1,6 @@
 """Game record: king capture, threefold repetition, 50-move rule, no-move draw, PGN.
 
-Expected outcomes are written by hand from the rules in seed 001 appendix A (capture the king;
+Expected outcomes are written by hand from the rules in Obscuro, appendix A (capture the king;
 repetition and 50-move draws need no claim) and the no-move decision in docs/fow.md (a draw, as
 OpenSpiel `dark_chess` and Fairy-Stockfish's `fogofwar` score it).
 """

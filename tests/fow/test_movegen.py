@@ -4,7 +4,7 @@ Reference (`ref_moves`): python-chess's pseudo-legal generator
 (`chess.Board.generate_pseudo_legal_moves`, which already allows moving into check and capturing
 the king) without its castling moves, plus castling by the FoW rule written out here: the right
 (python-chess `clean_castling_rights`) and empty squares between king and rook, nothing about
-attacked squares (seed 001 appendix A; chess.com). A position without one of the kings has no
+attacked squares (Obscuro, appendix A; chess.com). A position without one of the kings has no
 moves (the game is over).
 """
 
@@ -145,7 +145,7 @@ def test_no_duplicate_moves() -> None:
     ],
 )
 def test_fow_castling(fen: str, expected: set[str]) -> None:
-    """Expected sets written by hand from the FoW castling rule (seed 001 appendix A)."""
+    """Expected sets written by hand from the FoW castling rule (Obscuro, appendix A)."""
     pos = from_fen(fen)
     castles = {move_to_uci(m) for m in legal_moves(pos) if move_kind(m) == KIND_CASTLING}
     assert castles == expected
@@ -153,7 +153,7 @@ def test_fow_castling(fen: str, expected: set[str]) -> None:
 
 
 def test_king_capture_and_moving_into_check_are_moves() -> None:
-    """Hand-checked: FoW keeps king captures and moves into check (seed 001 appendix A)."""
+    """Hand-checked: FoW keeps king captures and moves into check (Obscuro, appendix A)."""
     into_check = ours("4k3/8/8/8/8/8/3r4/4K2Q w - - 0 1")
     assert {"e1e2", "e1d1", "e1f2", "e1d2"} <= into_check  # all but d2 walk into the rook
     assert "e4e8" in ours("4k3/8/8/8/4Q3/8/8/4K3 w - - 0 1")  # the queen takes the king

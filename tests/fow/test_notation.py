@@ -200,7 +200,7 @@ def test_write_pgn_keeps_agreeing_tags() -> None:
 
 
 def test_results_must_agree_with_the_moves() -> None:
-    # 1.e4 f6 2.Qh5 a6 3.Qxe8: white captures the king (seed 001 appendix A: white wins)
+    # 1.e4 f6 2.Qh5 a6 3.Qxe8: white captures the king (Obscuro, appendix A: white wins)
     pos = from_fen(STARTING_FEN)
     moves = []
     for san in ("e4", "f6", "Qh5", "a6", "Qxe8"):

@@ -2,7 +2,7 @@
 
 Expected values: `observe_reference` (python-chess pseudo-legal moves + FoW castling, as if the
 observer were to move, en passant only for the side to move) for random games; the hand-checked
-cases below say square by square why each square is or is not visible (seed 001 appendix A).
+cases below say square by square why each square is or is not visible (Obscuro, appendix A).
 """
 
 from __future__ import annotations

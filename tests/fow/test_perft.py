@@ -6,7 +6,7 @@ Sources of expected values:
   perft_positions.txt were produced by the same reference.
 - Legal perft (`perft_legal`, our generator plus a chess legality filter): the published counts
   of the chessprogramming wiki "Perft Results" page, stored in perft_positions.txt (start depth 5
-  = 4,865,609 and Kiwipete depth 4 = 4,085,603 are also in shared/reference/values.md).
+  = 4,865,609 and Kiwipete depth 4 = 4,085,603 are also in docs/design.md, "Reference values").
 On a mismatch the failure message holds a divide: per-move counts, ours against the reference.
 """
 

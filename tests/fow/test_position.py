@@ -314,7 +314,7 @@ def test_fen_validity_agrees_with_python_chess_on_random_placements() -> None:
 
 def test_side_to_move_without_king_is_game_over() -> None:
     # FoW (docs/fow.md): the side to move lost its king on the last move; the game is over and
-    # the other side has won (seed 001 appendix A: capturing the king wins).
+    # the other side has won (Obscuro, appendix A: capturing the king wins).
     from caligo.fow.game import Game, Termination
 
     fen = "4k3/8/8/8/8/8/8/8 w - - 0 1"

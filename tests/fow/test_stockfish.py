@@ -285,7 +285,7 @@ def _sabotage(monkeypatch: pytest.MonkeyPatch, how: signal.Signals) -> list[int]
             victims.append(self._proc.pid)
             os.kill(self._proc.pid, how)
             if how == signal.SIGKILL:
-                self._proc.wait()
+                self._proc.wait(timeout=30)
         original(self, data)
 
     monkeypatch.setattr(StockfishEngine, "_write", write)
@@ -330,7 +330,7 @@ def test_an_engine_that_keeps_failing_falls_back_to_the_builtin_evaluator(
         def always_dies(self: StockfishEngine, data: bytes) -> None:
             if self._proc is not None:
                 self._proc.kill()
-                self._proc.wait()
+                self._proc.wait(timeout=30)
             original(self, data)
 
         monkeypatch.setattr(StockfishEngine, "_write", always_dies)

@@ -164,5 +164,6 @@ def test_importing_the_package_stays_light() -> None:
         f"print(','.join(m for m in {heavy!r} if m in sys.modules)); "
         "caligo.fow.Position; print('caligo.fow.position' in sys.modules)"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          timeout=120)
     assert done.stdout.split() == ["True"]

@@ -4,7 +4,8 @@ logged reason, the game is decided by the rules of issue 8 (illegal answer, cras
 deadline loses), and the next game still runs.
 
 Expected outcomes come from issue 8's rules ("an illegal answer, a crash or a missed deadline
-loses with a logged reason") and PLAY.md 1.2 (unknown fields and types are ignored).
+loses with a logged reason") and docs/design.md, "The referee" (unknown fields and types are
+ignored).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Match runner: reproducible colour-swapped pairs, outputs, resume, SPRT stop, openings.
 
-Expected values: fastchess/cutechess conventions (PLAY.md 2.1: pair k has A as White in game
-k.1 and as Black in k.2, from the same opening), fishtest's pentanomial bins (LL .. WW), and the
-files read back with `caligo.fow.notation.read_pgns` and `caligo.fow.transcript.Transcript`.
+Expected values: fastchess/cutechess conventions (docs/design.md, "Matches": pair k has A as White
+in game k.1 and as Black in k.2, from the same opening), fishtest's pentanomial bins (LL .. WW), and
+the files read back with `caligo.fow.notation.read_pgns` and `caligo.fow.transcript.Transcript`.
 """
 
 from __future__ import annotations

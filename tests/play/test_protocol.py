@@ -1,8 +1,8 @@
 """The caligo-fow v1 wire format: every message round-trips, encodes to fixed bytes, and bad
 lines raise ProtocolError quoting them.
 
-Expected values: the message shapes written out in docs/protocol.md and PLAY.md 1.2 (field
-names, "white"/"black", UCI moves, dark FENs from `Observation.dark_fen`).
+Expected values: the message shapes written out in docs/protocol.md and docs/design.md, "The
+referee" (field names, "white"/"black", UCI moves, dark FENs from `Observation.dark_fen`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Leak tests: every message a seat receives is a function of that seat's transcript alone.
 
-The three properties are Mistboard's redaction invariants as PLAY.md 1.2 restates them:
+The three properties are Mistboard's redaction invariants as docs/design.md, "The referee" restates
+them:
 1. two different true histories with the same transcript for a seat give byte-identical
    messages to that seat;
 2. every square a message names lies inside that ply's visibility;

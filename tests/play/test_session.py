@@ -1,10 +1,10 @@
 """The referee's session: rules endings, clocks, forfeits, forced plies, replay, PGN.
 
-Expected values: the FoW rules of seed 001 appendix A (king capture wins; threefold and
+Expected values: the FoW rules of Obscuro, appendix A (king capture wins; threefold and
 fifty-move draws need no claim) as `caligo.fow.game` implements them (tests/fow/test_game.py);
-the clock rules of issue 8 / PLAY.md 2.2 (monotonic time from request to answer, increment
-after the move, a late answer loses); PGN read back with `caligo.fow.notation.read_pgn` and
-python-chess's PGN reader (for the tags and comments).
+the clock rules of issue 8 / docs/design.md, "The referee" (monotonic time from request to answer,
+increment after the move, a late answer loses); PGN read back with `caligo.fow.notation.read_pgn`
+and python-chess's PGN reader (for the tags and comments).
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ Sources: official-stockfish/fishtest `server/fishtest/stats/stat_util.py` (`stat
 logistic Elo, its 95% interval and LOS), `LLRcalc.py` (`regularize`, `results_to_pdf`,
 `LLR_alt2`, `LLR_logistic` through `MLE_expected`, `LLR_normalized` through `MLE_t_value`,
 `nelo_divided_by_nt = 800/ln 10`) and `sprt.py` (bounds ln(beta/(1-alpha)), ln((1-beta)/alpha));
-PLAY.md 2.1 for Obscuro's 834/33/133 against ZS21 (+302 Elo, 95% CI about [+274, +333]); seed
-001 section 4 for the exact binomial p = 0.0118 of 16 wins in 20 games.
+docs/design.md, "Matches" for Obscuro's 834/33/133 against ZS21 (+302 Elo, 95% CI about [+274,
++333]); Obscuro, section 4 for the exact binomial p = 0.0118 of 16 wins in 20 games.
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ def test_sprt_parse() -> None:
 
 
 def test_binomial_sixteen_of_twenty() -> None:
-    # seed 001 section 4: +16 =0 -4 against the top human, p = 0.0118 (exact binomial test)
+    # Obscuro, section 4: +16 =0 -4 against the top human, p = 0.0118 (exact binomial test)
     assert round(binomial_p(16, 4), 4) == 0.0118
     # by hand: 2 * sum_{k>=16} C(20, k) / 2^20
     by_hand = 2 * sum(math.comb(20, k) for k in range(16, 21)) / 2**20

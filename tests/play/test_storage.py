@@ -2,8 +2,9 @@
 
 A child process plays part of a game while writing every ply, then dies without cleaning up
 (`os._exit`); this process rebuilds the game from the file and finishes it. The expected state
-is the one the child reported before dying (moves, clocks, transcripts), and the schema is
-PLAY.md 4.5's. WAL mode is read back from SQLite itself (`PRAGMA journal_mode`).
+is the one the child reported before dying (moves, clocks, transcripts), and the schema is the
+one docs/design.md, "Storage", describes. WAL mode is read back from SQLite itself
+(`PRAGMA journal_mode`).
 """
 
 from __future__ import annotations

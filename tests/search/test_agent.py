@@ -1,4 +1,4 @@
-"""The agent loop (seed 001 Fig. 8) on `TreeGame`s.
+"""The agent loop (Obscuro, Fig. 8) on `TreeGame`s.
 
 Perfect information: when the searcher always knows the state (OpenSpiel's nim: every infoset
 is one node), every move the agent may play must be a minimax move; the set of minimax moves

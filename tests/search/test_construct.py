@@ -1,4 +1,4 @@
-"""The subgame at a decision (seed 001 Fig. 9) against `caligo.subgame` as the oracle.
+"""The subgame at a decision (Obscuro, Fig. 9) against `caligo.subgame` as the oracle.
 
 On a fully expanded arena, the in-arena root infosets J0, alternate values u(x, y | J) (C.2),
 gift estimates (C.2), Resolve priors alpha (C.3) and scales sigma must equal the fields of the

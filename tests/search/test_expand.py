@@ -1,9 +1,9 @@
-"""One-sided GT-CFR expansion (seed 001 Fig. 12, C.4, C.5) and the deterministic schedule.
+"""One-sided GT-CFR expansion (Obscuro, Fig. 12, C.4, C.5) and the deterministic schedule.
 
 The selection kernel is checked against `caligo.search.reference.reference_select` (Fig. 12's
 walk in plain Python over the same xorshift stream): same leaves, same PUCT statistics. The
 arena invariants (`check_invariants`) must hold after every growth step, also when the arena
-fills up. Deterministic runs must be bit-identical (STYLE.md item 11).
+fills up. Deterministic runs must be bit-identical (docs/design.md, "Conventions").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Purification, seed 001 Fig. 8 lines 11-21 and C.8: the cases the figure distinguishes."""
+"""Purification, Obscuro, Fig. 8 lines 11-21 and C.8: the cases the figure distinguishes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""PCFR+ on the arena (seed 001 Figs. 10-11) against the core's PCFR+ and the pure-Python
+"""PCFR+ on the arena (Obscuro, Figs. 10-11) against the core's PCFR+ and the pure-Python
 reference; and the arena's infosets against the compiled tree's.
 
 Expected values come from `caligo.core.cfr.CFRSolver(CFRConfig.pcfr_plus())` (tested against

@@ -1,4 +1,4 @@
-"""Threaded search (seed 001 section 3.4): one solver thread and expander threads on a shared
+"""Threaded search (Obscuro, section 3.4): one solver thread and expander threads on a shared
 arena. Over thousands of short searches, re-rooted from one another as in play, the arena's
 invariants (`check_invariants`) must hold after every search: no torn publication, no lost
 child, no infoset merged or split, no crash.

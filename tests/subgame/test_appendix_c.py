@@ -1,5 +1,6 @@
-"""Seed 000 appendix C: the A and B matrices of the Maxmargin gadgets at R1 of the Figure 1
-game with the uniform blueprint, rows and columns labelled by sequence names as in the paper.
+"""Zhang & Sandholm 2021, appendix C: the A and B matrices of the Maxmargin gadgets at R1 of the
+Figure 1 game with the uniform blueprint, rows and columns labelled by sequence names as in the
+paper.
 
 One entry differs, and on purpose: the paper prints B[∅, c2'] = -5/2 for the common-knowledge
 gadget and -5 for the 1-KLSS one (its text even says "3" for the latter). With the A matrices it

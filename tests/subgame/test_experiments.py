@@ -1,10 +1,10 @@
-"""Experiments of seed 000 section 7 and seed 004 I.6.
+"""Experiments of Zhang & Sandholm 2021, section 7 and Ha 2016, section I.6.
 
-Sources: Table 1 of seed 000 (the paper's printed blueprint column, each checked to one unit of
-its last printed digit; the conventions are DESIGN.md's and ../shared/reference/values.md's);
-Proposition 3's exploitabilities worked out by hand in `caligo.experiments.counterexample`'s
-docstring (blueprint 4/N, nested 1-KLSS 1); Theorem 9 / Proposition 8 (u(x', y*) = v*).
-Long runs are marked slow and shrink when CALIGO_SHORT=1.
+Sources: Table 1 of Zhang & Sandholm 2021 (the paper's printed blueprint column, each checked to one
+unit of its last printed digit; the conventions are those of docs/design.md, "Reference
+values"); Proposition 3's exploitabilities worked out by hand in
+`caligo.experiments.counterexample`'s docstring (blueprint 4/N, nested 1-KLSS 1); Theorem 9 /
+Proposition 8 (u(x', y*) = v*). Long runs are marked slow and shrink when CALIGO_SHORT=1.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def test_table1_blueprint_column(row: t1.GameRow) -> None:
 
 
 def test_table1_blueprint_values_md() -> None:
-    """The finer values of reference/values.md (computed there by the same LP)."""
+    """The finer values of docs/design.md, "Reference values" (computed there by the same LP)."""
     expected = {
         "kuhn": 0.012401,
         "kuhn_bet": 0.00347,
@@ -108,7 +108,8 @@ def test_theorem9_affine_equilibrium() -> None:
     "key", ["kuhn", "kuhn_bet", "dark_hex", "goofspiel_increasing", "matching_pennies"]
 )
 def test_table1_epsilon_zero_small(key: str) -> None:
-    """Seed 000 section 7: with epsilon = 0 nested 1-KLSS leaves exploitability at 0."""
+    """Zhang & Sandholm 2021, section 7: with epsilon = 0 nested 1-KLSS leaves exploitability at
+    0."""
     row = t1.run_row(t1.row_by_key(key), t1.Table1Config(epsilon=0.0))
     assert row.after is not None and row.after < 1e-9
 

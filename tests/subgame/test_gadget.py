@@ -1,5 +1,5 @@
-"""make_subgame (seed 000 Algorithm 12), lift, margins and the LP/CFR solves, on random games,
-Figure 1 and Leduc poker."""
+"""make_subgame (Zhang & Sandholm 2021, Algorithm 12), lift, margins and the LP/CFR solves, on
+random games, Figure 1 and Leduc poker."""
 
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ def _random_strategy(tree: GameTree, seed: int) -> np.ndarray:
 def _source_margins(
     tree: GameTree, blueprint: np.ndarray, sub: Subgame, lifted: np.ndarray
 ) -> np.ndarray:
-    """u*(x'|I0) - u*(x|I0) measured in the source game (the definition, seed 000 section 3)."""
+    """u*(x'|I0) - u*(x|I0) measured in the source game (the definition, Zhang & Sandholm 2021,
+    section 3)."""
     regions = [np.flatnonzero(tree.kinfo[:, 1] == k).astype(np.int32) for k in sub.root_kinfo]
     after = best_response(tree, lifted, 1).strategy
     v1, r1 = region_values(tree, lifted, after, regions)

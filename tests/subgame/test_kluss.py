@@ -1,4 +1,4 @@
-"""2-KLUSS (seed 001 C.6): like 2-KLSS, but the player-0 nodes one step away are kept and
+"""2-KLUSS (Obscuro, appendix C.6): like 2-KLSS, but the player-0 nodes one step away are kept and
 re-optimized instead of frozen."""
 
 from __future__ import annotations

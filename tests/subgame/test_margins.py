@@ -1,9 +1,9 @@
-"""The margins experiment (seed 004 I.6) on Leduc's second-round subgames.
+"""The margins experiment (Ha 2016, section I.6) on Leduc's second-round subgames.
 
-Sources: the sign pattern is seed 004 I.6's result (endgame solving -518.5 +- 49.19, re-solving
-8.79 +- 2.45, max-margin 101.49 +- 7.09 mbb/g); Resolve's non-negative margins are seed 004
-chapter H (the re-solving LP keeps every root CBV at or below the blueprint's: the blueprint is
-feasible with value 0); the margin itself is seed 004 Definition 5, recomputed here by hand from
+Sources: the sign pattern is Ha 2016, section I.6's result (endgame solving -518.5 +- 49.19,
+re-solving 8.79 +- 2.45, max-margin 101.49 +- 7.09 mbb/g); Resolve's non-negative margins are Ha
+2016, chapter H (the re-solving LP keeps every root CBV at or below the blueprint's: the blueprint
+is feasible with value 0); the margin itself is Ha 2016, Definition 5, recomputed here by hand from
 `best_response` infoset values.
 """
 
@@ -48,7 +48,7 @@ def test_thirty_second_round_subgames(
 
 
 def test_sign_pattern_small_t() -> None:
-    # seed 004 I.6: endgame solving < 0 <= re-solving <= max-margin (CFR+ on every gadget)
+    # Ha 2016, section I.6: endgame solving < 0 <= re-solving <= max-margin (CFR+ on every gadget)
     cfg = mg.MarginsConfig(blueprint_iterations=(10,), gadget_iterations=(1000,))
     res = mg.run_margins(cfg)
     unsafe, resolve, maxm = (res.summary(10, 1000, k).mean for k in mg.METHODS)

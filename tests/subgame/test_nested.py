@@ -1,11 +1,11 @@
-"""Nested solving at every player-0 infoset (seed 000 section 7).
+"""Nested solving at every player-0 infoset (Zhang & Sandholm 2021, section 7).
 
 Plumbing is checked with stand-in steps whose answer is known (the chain forest, the assembly of
 the strategy from the last solve of each chain, solve sets closed under ancestors). The real
-gadget runs are checked against hand-derived values: seed 000 Proposition 3 (blueprint 4/N,
-nested maxmargin 1-KLSS exploitability exactly 1, derivation in
-`caligo.experiments.counterexample`), and seed 000 section 7's epsilon = 0 claim (an exact NE
-blueprint stays unexploitable, < 1e-9).
+gadget runs are checked against hand-derived values: Zhang & Sandholm 2021, Proposition 3 (blueprint
+4/N, nested maxmargin 1-KLSS exploitability exactly 1, derivation in
+`caligo.experiments.counterexample`), and Zhang & Sandholm 2021, section 7's epsilon = 0 claim (an
+exact NE blueprint stays unexploitable, < 1e-9).
 """
 
 from __future__ import annotations
@@ -129,9 +129,9 @@ def test_nested_random_full_support_leduc(seed: int) -> None:
     """Regression (issue 11): a gadget LP leaves an action's probability at rounding noise
     (2e-15); solving below it divided by that reach and HiGHS rejected B entries of 1e16.
 
-    Expected values from the gadget construction (seed 000 appendix C, "the blueprint has every
-    branch value 0"): the previous level's strategy is feasible in every maxmargin gadget with
-    value 0, so every level's LP optimum is >= 0, and the assembled strategy is a strategy.
+    Expected values from the gadget construction (Zhang & Sandholm 2021, appendix C, "the blueprint
+    has every branch value 0"): the previous level's strategy is feasible in every maxmargin gadget
+    with value 0, so every level's LP optimum is >= 0, and the assembled strategy is a strategy.
     """
     from caligo.core.best_response import best_response
     from caligo.core.strategy import check_strategy
@@ -168,7 +168,8 @@ def test_nested_safe_klss_never_exceeds_blueprint(spec: str) -> None:
     """Nested Safe-1-KLSS at every infoset is safe at every level (docs/experiments.md has the
     induction): the result is never more exploitable than the blueprint. Blueprints: random with
     full support, random with zeros, CFR+ after 10 iterations; Maxmargin and Resolve gadgets.
-    The bound is the definition of safety in seed 000 section 3 (and Liu et al. 2023)."""
+    The bound is the definition of safety in Zhang & Sandholm 2021, section 3 (and Liu et al.
+    2023)."""
     from caligo.core.cfr import CFRConfig, solve_cfr
     from caligo.core.strategy import normalize_per_infoset
     from caligo.subgame.gadget import GadgetKind, SubgameOptions
@@ -193,7 +194,7 @@ def test_nested_safe_klss_never_exceeds_blueprint(spec: str) -> None:
 def test_nested_safe_klss_leduc_cfr_blueprint(iterations: int) -> None:
     """Regression (issue 11): with the plain 1-KLSS gadget handed down the chain, nested
     Safe-1-KLSS took Leduc's CFR+ blueprint from 0.01716 to 0.03396 (T = 100) and from 0.792 to
-    0.962 (T = 10). Safety (seed 000 section 3) bounds the result by the blueprint."""
+    0.962 (T = 10). Safety (Zhang & Sandholm 2021, section 3) bounds the result by the blueprint."""
     from caligo.core.cfr import CFRConfig, solve_cfr
 
     tree = load_game("leduc_poker")

@@ -1,5 +1,5 @@
-"""Resolve, Maxmargin and unsafe endgame solving against seed 004's LP forms and examples, and
-the MaxmarginToResolve / ResolveToMaxmargin conversions (seed 000 Algorithm 12)."""
+"""Resolve, Maxmargin and unsafe endgame solving against Ha 2016's LP forms and examples, and
+the MaxmarginToResolve / ResolveToMaxmargin conversions (Zhang & Sandholm 2021, Algorithm 12)."""
 
 from __future__ import annotations
 
@@ -96,7 +96,8 @@ def test_conversions_round_trip(k: float) -> None:
 
 
 def test_blueprint_mix_prior() -> None:
-    """Seed 001 C.3: alpha = (P / sum P + 1 / m) / 2 with P the blueprint reach of each root."""
+    """Obscuro, appendix C.3: alpha = (P / sum P + 1 / m) / 2 with P the blueprint reach of each
+    root."""
     t = load_game("figure1")
     s = normalize_per_infoset(t, np.linspace(1.0, 3.0, t.num_slots))
     g = t.infoset_index()["p0:R1"]
@@ -116,7 +117,7 @@ def test_blueprint_mix_prior() -> None:
 
 
 def test_unsafe_endgame_solving_fails_on_rock_paper_scissors() -> None:
-    """Seed 004 F.2 / Claim 3: re-solving player 2's part of RPS with the trunk fixed admits
+    """Ha 2016, section F.2 / Claim 3: re-solving player 2's part of RPS with the trunk fixed admits
     'always rock' as an optimal solution, which paper exploits; the safe gadgets do not."""
     sw = swap_players(load_game("rock_paper_scissors"))  # the re-solving player moves second
     s = uniform_strategy(sw)  # the uniform equilibrium
@@ -168,7 +169,8 @@ def test_reach_gifts_relax_margins_by_at_most_the_gift() -> None:
 
 
 def test_blueprint_alternate_values_equal_best_response_values_at_equilibrium() -> None:
-    """Seed 001 C.2: with an equilibrium profile, u(x, y|J) = u*(x|J) wherever y reaches J."""
+    """Obscuro, appendix C.2: with an equilibrium profile, u(x, y|J) = u*(x|J) wherever y reaches
+    J."""
     from caligo.core.strategy import realization_plan
     from caligo.subgame.gadget import AlternateValues
 

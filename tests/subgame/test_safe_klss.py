@@ -1,5 +1,5 @@
-"""Safe-1-KLSS (seed 002): margins per (I, J) with the gift split; safe when solving at every
-infoset independently, where plain 1-KLSS is not (seed 000 Proposition 3)."""
+"""Safe-1-KLSS (Liu et al. 2023): margins per (I, J) with the gift split; safe when solving at every
+infoset independently, where plain 1-KLSS is not (Zhang & Sandholm 2021, Proposition 3)."""
 
 from __future__ import annotations
 

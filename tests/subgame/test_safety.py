@@ -1,4 +1,4 @@
-"""Safety variants of nested k-KLSS: seed 000 Theorems 4 and 5 (Algorithms 13 and 14).
+"""Safety variants of nested k-KLSS: Zhang & Sandholm 2021, Theorems 4 and 5 (Algorithms 13 and 14).
 
 Theorem 4: with every solve incorporated into the blueprint, the blueprints' exploitability
 never increases. Theorem 5: with solves only on an ancestor-closed independent set of the

@@ -1,4 +1,4 @@
-"""The ZS21 agent: the first dark chess agent (Zhang & Sandholm 2021, seed 000 appendix D).
+"""The ZS21 agent: the first dark chess agent (Zhang & Sandholm 2021, appendix D).
 
 Nested depth-limited 1-KLSS with Reach and transposition merging (Algorithm 12), exact LP
 solves of the trunk, iterative deepening with ZS21's move ordering, L = 200 particles, the

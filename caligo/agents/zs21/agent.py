@@ -1,13 +1,13 @@
-"""`ZS21Agent`: the ZS21 dark chess agent (seed 000 appendix D) for FoW chess.
+"""`ZS21Agent`: the ZS21 dark chess agent (Zhang & Sandholm 2021, appendix D) for FoW chess.
 
 Per game: a `FowSearchGame` (the position store), a `FowBelief` (the exact set P, memory cap
 `BeliefConfig.max_positions`), a `ZS21Search` (the trunk) and a leaf evaluator (Stockfish depth 1
-through `StockfishPool`, tanh(cp / 600), seed 000 D.1; or the built-in `SimpleEvaluator`).
-Per ply, `observe` updates P (exact; not counted in the move's time, as in seed 001 App. D
-footnote 20) and our observation-sequence key. Per move, `act` turns the referee's clock into a
-budget, runs one `ZS21Search.decide` (subgame from the previous trunk plus particles, deepening
-with exact LP solves, the Maxmargin/Resolve switch), samples the move from the exact strategy at
-our infoset, and reports diagnostics in `Decision.info`.
+through `StockfishPool`, tanh(cp / 600), Zhang & Sandholm 2021, appendix D.1; or the built-in
+`SimpleEvaluator`). Per ply, `observe` updates P (exact; not counted in the move's time, as in
+Obscuro, appendix D footnote 20) and our observation-sequence key. Per move, `act` turns the
+referee's clock into a budget, runs one `ZS21Search.decide` (subgame from the previous trunk plus
+particles, deepening with exact LP solves, the Maxmargin/Resolve switch), samples the move from the
+exact strategy at our infoset, and reports diagnostics in `Decision.info`.
 
 Time (`caligo.agents.timing`, policy `ZS21`): the move starts when the opponent's move is
 observed; the referee's clock becomes the move's plan (R / 30 + 0.75 I for a clock, at most
@@ -66,8 +66,8 @@ class EvaluatorChoice(enum.Enum):
     """The leaf evaluator."""
 
     AUTO = "auto"  # Stockfish when it is installed, else the built-in evaluator
-    STOCKFISH = "stockfish"  # seed 000 D.1
-    SIMPLE = "simple"  # material plus visible squares (seed 001 ablation 6)
+    STOCKFISH = "stockfish"  # Zhang & Sandholm 2021, appendix D.1
+    SIMPLE = "simple"  # material plus visible squares (Obscuro, ablation 6)
 
 
 def own_budget(budget: ZS21Budget) -> TimeControl:

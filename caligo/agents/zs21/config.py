@@ -1,7 +1,7 @@
 """`ZS21Config` (frozen, validated), its enums, the budget of one decision, and the result.
 
-Defaults are seed 000 appendix D's: L = 200 particles, M = 10^7, Reach subgame solving with
-transposition merging, Maxmargin first with the switch to Resolve (D.4), exact LP solves.
+Defaults are Zhang & Sandholm 2021, appendix D's: L = 200 particles, M = 10^7, Reach subgame solving
+with transposition merging, Maxmargin first with the switch to Resolve (D.4), exact LP solves.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class ZS21ConfigError(ZS21Error):
 
 
 class Gadget(enum.Enum):
-    """The root gadget of a subgame (seed 000 Algorithm 12; D.4)."""
+    """The root gadget of a subgame (Zhang & Sandholm 2021, Algorithm 12; D.4)."""
 
     NONE = "none"  # no gadget: the trunk grows from the game's true start
     MAXMARGIN = "maxmargin"
@@ -44,7 +44,8 @@ class Gadget(enum.Enum):
 
 
 class Penalty(enum.Enum):
-    """The information-seeking term at our root infoset (seed 000 D.3, Algorithm 15 line 20).
+    """The information-seeking term at our root infoset (Zhang & Sandholm 2021, appendix D.3,
+    Algorithm 15 line 20).
 
     The two copies of the paper disagree. Both add, for each action a at the root infoset I,
     a payoff that depends only on a. They differ by the same constant |I|/M on every action,
@@ -103,7 +104,7 @@ class ZS21Budget:
 
 @dataclass(frozen=True)
 class ZS21Config:
-    """Every knob of the ZS21 search (seed 000 appendix D); validated at construction.
+    """Every knob of the ZS21 search (Zhang & Sandholm 2021, appendix D); validated at construction.
 
     particles: L, the least number of subgame roots in our infoset (D.3). penalty_m: M.
     penalty: which form of the information-seeking term (`Penalty`). merge_transpositions:

@@ -1,4 +1,4 @@
-"""`ZS21Search`: nested depth-limited 1-KLSS with only a value function (seed 000 Algorithm 15).
+"""`ZS21Search`: nested depth-limited 1-KLSS, value function only (Zhang & Sandholm 2021, Alg. 15).
 
 State kept between decisions (Algorithm 15 lines 1-4): the trunk Γ̂ (a search `Arena`), its
 exact solution (x̂, ŷ) (in the arena's slots) and its root gadget (`RootLayer`); the exact

@@ -1,5 +1,5 @@
-"""ZS21's subgame at a decision: seed 000 Algorithm 12 with k = 1, Reach and transposition
-merging, plus Algorithm 15's particles (lines 11-19) and information term (line 20).
+"""ZS21's subgame at a decision: Zhang & Sandholm 2021, Algorithm 12 with k = 1, Reach and
+transposition merging, plus Algorithm 15's particles (lines 11-19) and information term (line 20).
 
 `make_subgame(old, layer, new, ...)` reads the previous trunk Γ (a search `Arena`, solved: its
 slots hold the exact (x̂, ŷ) and its root layer the previous gadget) and writes the new subgame

@@ -1,12 +1,12 @@
 """ZS21 on small games: `ZS21TreeAgent` over a compiled `GameTree`, its exact exploitability, and
 the nested 1-KLSS reference it must equal.
 
-The agent is a function of its infoset (design/SEARCH.md section 6): with a deterministic
-budget (no seconds) and every decision seeded from (seed, seat, infoset), its state at an
-infoset depends only on the infosets and actions above it. `zs21_strategy` walks a seat's
-treeplex depth first, one decision per infoset the agent reaches (snapshots of the agent for
-each action it plays with positive probability), and assembles the behavioural strategy it
-plays; `zs21_exploitability` measures it with `caligo.search.exploitability` (seed 000's
+The agent is a function of its infoset (docs/design.md, "Exact exploitability of the search agent"):
+with a deterministic budget (no seconds) and every decision seeded from (seed, seat, infoset), its
+state at an infoset depends only on the infosets and actions above it. `zs21_strategy` walks a
+seat's treeplex depth first, one decision per infoset the agent reaches (snapshots of the agent for
+each action it plays with positive probability), and assembles the behavioural strategy it plays;
+`zs21_exploitability` measures it with `caligo.search.exploitability` (Zhang & Sandholm 2021's
 exploitability per seat and NashConv / 2).
 
 `nested_one_klss(tree, seat)` is the reference: nested 1-KLSS with Reach and transposition
@@ -161,7 +161,7 @@ def zs21_strategy(tree: GameTree, config: ZS21Config, seat: int, seed: int = 0,
 
 def zs21_exploitability(tree: GameTree, config: ZS21Config, seed: int = 0,
                         evaluator: Evaluator | None = None) -> Exploitability:
-    """Exact exploitability of ZS21 in both seats (seed 000's per seat, and NashConv / 2)."""
+    """Exact exploitability of ZS21 in both seats (per seat, Zhang & Sandholm 2021; NashConv/2)."""
     s0 = zs21_strategy(tree, config, 0, seed, evaluator).strategy
     s1 = zs21_strategy(tree, config, 1, seed, evaluator).strategy
     return exploitability_of(tree, combine(tree, s0, s1), game_value(tree))

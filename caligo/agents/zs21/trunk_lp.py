@@ -1,12 +1,13 @@
-"""The trunk as a sequence-form game, solved exactly (seed 000 D.2, Algorithm 15 line 23).
+"""The trunk as a sequence-form game, solved exactly (Zhang & Sandholm 2021, appendix D.2).
 
 ZS21 solves its trunk "exactly (e.g., with an LP solver)": Algorithm 15 reasons about the
-support of the solution (which nodes to expand next), so an exact method is wanted (seed 000
-appendix E). `export(arena, layer, searcher, penalty)` turns the trunk held in a search
-`Arena` into a `caligo.core.tree.GameTree` plus extra payoffs B, and `solve` solves it with
-`caligo.core.lp.solve_player` (HiGHS) for both players, so the LP is the core's.
+support of the solution (which nodes to expand next), so an exact method is wanted (Zhang &
+Sandholm 2021, appendix E; Algorithm 15, line 23). `export(arena, layer, searcher, penalty)`
+turns the trunk held in a search `Arena` into a `caligo.core.tree.GameTree` plus extra payoffs
+B, and `solve` solves it with `caligo.core.lp.solve_player` (HiGHS) for both players, so the LP
+is the core's.
 
-The exported game is Algorithm 12's gadget (seed 000 appendix E):
+The exported game is Algorithm 12's gadget (Zhang & Sandholm 2021, appendix E):
 
     Gadget.MAXMARGIN   node 0: the opponent (▼) picks a root infoset J (one action per J);
                        nodes 1..m: chance over J's roots with probability q_h; then the trunk.
@@ -373,7 +374,7 @@ def _solve_with_duals(tree: GameTree, extra: sp.csr_matrix, me: int,
                       time_limit: float | None = None) -> tuple[np.ndarray, float]:
     """Our max-min LP (`caligo.core.lp.solve_player`'s formulation) in one HiGHS dual-simplex
     call; the opponent's min-max realization plan is the LP's dual: the multipliers of the rows
-    F^T q - A^T x <= 0, one per opponent sequence (sequence-form LP duality, seed 004 E).
+    F^T q - A^T x <= 0, one per opponent sequence (sequence-form LP duality, Ha 2016, chapter E).
     Returns (a strategy over the tree's slots with both players' parts, our value in player 0's
     utility)."""
     sf = sequence_form(tree)
