@@ -481,6 +481,10 @@ class FowBelief:
         """True while an opponent ply's update waits for `settle`."""
         return self._queued is not None
 
+    def drop(self) -> None:
+        """Forget a queued update (an agent that gave P up only follows its key)."""
+        self._queued = None
+
     def settle(self, deadline: Deadline | None = None, spread: bool | None = None) -> None:
         """Apply the queued opponent-ply update, within `deadline` (P may stay `partial`);
         `spread`: visit the parents in a spread order (default: when there is a deadline).

@@ -567,6 +567,8 @@ class ObscuroAgent(AgentBase):
         if own_move is None:
             self.timer.start()
             self._belief.expect(observation)
+            if self._lost:
+                self._belief.drop()  # P is given up: only the key follows the game
             self._search.observe(observation_key(observation), None)  # queued: see act
             return
         t0 = time.perf_counter()
@@ -609,7 +611,10 @@ class ObscuroAgent(AgentBase):
     def _settle_belief(self, plan: MovePlan) -> None:
         """The queued P update of the opponent's ply, inside the move's belief stage."""
         assert self._belief is not None
-        if self._lost or not self._belief.queued:
+        if self._lost:
+            self._belief.drop()
+            return
+        if not self._belief.queued:
             return
         try:
             self._belief.settle(plan.belief_deadline, spread=plan.iterations is None)
@@ -642,6 +647,7 @@ class ObscuroAgent(AgentBase):
         log.error("obscuro: P is lost (no subsample survived %d replays); playing without it",
                   REPAIR_ATTEMPTS)
         self._lost = True
+        self._belief.drop()
 
     def force(self, move: int) -> None:
         """Play `move` at this turn instead of searching."""

@@ -1,0 +1,88 @@
+"""The engines' own loops honour their deadlines, and a cold engine starts before its clock.
+
+- ZS21's trunk LP given 50 ms of CPU (`time.process_time`: another process's load does not
+  advance it) returns within 50 ms + 40 ms, with a solution or the `LPError` that keeps the
+  last one (HiGHS stops at its wall-clock limit, which CPU time never passes on one thread;
+  the tolerance covers HiGHS's start and the model's set-up).
+- A cold `caligo engine` process (fresh, nothing compiled or started) at mt=0.3 through the
+  referee: its start-up is done before its clock starts (the referee records it apart), so
+  its first move is measured from `go` alone and is far shorter than the start-up. The
+  real-time figure (first move / move time) is `caligo bench timing`'s.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from caligo.agents.external import ExternalAgent
+from caligo.agents.fow_search import FowBelief, FowEvaluator, FowSearchGame
+from caligo.agents.random_agent import RandomAgent
+from caligo.agents.timing import TimeControl
+from caligo.agents.zs21 import ZS21Budget, ZS21Config, ZS21Search, trunk_lp
+from caligo.core.lp import LPError
+from caligo.fow.evaluate import SimpleEvaluator
+from caligo.fow.expand import observation_key
+from caligo.fow.game import Game
+from caligo.fow.observation import observe
+from caligo.play.referee import play_game
+from caligo.play.session import EndReason, GameSession, SessionConfig
+from caligo.search.construct import start_key
+from caligo.search.game import KeyMode
+from caligo.search.intern import mix_key
+
+CPU = time.process_time
+
+
+def _grown_trunk(expansions: int) -> ZS21Search:
+    """A ZS21 trunk after one decision of `expansions` leaf expansions (Black after 1. e4)."""
+    game = FowSearchGame()
+    search = ZS21Search(game, FowEvaluator(game, SimpleEvaluator()),
+                        ZS21Config(particles=16, max_nodes=400_000), 1)
+    search.start(0)
+    belief = FowBelief(game, 1)
+    truth = Game()
+    truth.push_uci("e2e4")
+    obs = observe(truth.position, 1)
+    belief.update(obs, None)
+    key = start_key(int(game.describe(np.array([0])).obs[0, 1]), KeyMode.INCREMENTAL)
+    key = int(mix_key(np.uint64(key), np.int64(-1), np.uint64(observation_key(obs))))
+    search.decide(belief, key, np.random.default_rng(0),
+                  ZS21Budget(seconds=None, expansions=expansions), 0)
+    return search
+
+
+def test_a_zs21_lp_stops_at_its_time_limit() -> None:
+    search = _grown_trunk(2500)
+    assert search.arena.n_nodes > 50_000
+    trunk = trunk_lp.export(search.arena, search.layer, search.searcher, search.penalty)
+    t0 = CPU()
+    try:
+        trunk_lp.solve(trunk, search.arena, time_limit=0.05)
+    except LPError as exc:
+        assert "time limit" in str(exc).lower()
+    spent = CPU() - t0
+    assert spent <= 0.05 + 0.04, spent
+
+
+def test_a_cold_engine_starts_before_its_clock() -> None:
+    cmd = [sys.executable, "-m", "caligo.cli", "engine", "--agent", "obscuro:eval=simple"]
+    with ExternalAgent(cmd) as engine:  # a fresh process: nothing loaded yet
+        t = TimeControl.parse("mt=0.3")
+        # grace: a busy machine may delay any answer; what is checked is what is timed
+        session = GameSession(SessionConfig("cold", time_controls=(t, t), seeds=(1, 2),
+                                            timemargin_ms=5000))
+        first: list[float] = []
+
+        def stop(s: GameSession) -> None:
+            if s.ply == 1:
+                first.append(s.plies[0].elapsed_ms)
+                s.abort("first move measured")
+
+        play_game(session, (engine, RandomAgent(seed=3)), on_ply=stop)
+    startup = session.startup_ms[0]
+    assert startup is not None and first
+    assert session.end is not None and session.end.reason is EndReason.ABORTED
+    assert first[0] < startup  # the start-up (kernels, arenas) was not charged to move 1
