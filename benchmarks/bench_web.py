@@ -13,9 +13,19 @@ Reference, same run: a bare FastAPI WebSocket echo server (also uvicorn, in its 
 with the same number of clients sending move-sized messages at the same pace; the ratio of the
 two p99s is the cost of Caligo's per-move work over the framework's floor.
 
-Last line: `web games=N errors=E p99_move_ms=T` (N concurrent games, E errors of any kind:
-error frames, dropped sockets, failed requests). Target (issue 10): 50 games for 120 s, 0
-errors, p99 under 50 ms.
+The engine scenario, same run: the default engine at a fixed budget (`obscuro`, strength
+iters=200) on the server's pool of engine workers (`--workers`, default 2 processes),
+`--engine-games` (20) clients playing human-paced games (a think of 0.5 to 1.5 x
+`--engine-think-ms`, 1500 ms) on a clock (`--engine-tc`, 3+2) for `--engine-seconds` (120):
+the engine's p99 wait for a worker (the server's own record, printed when it stops), the
+engine's time forfeits, the peak RSS of the server and everything below it, and the most
+Stockfish processes running at once (sampled every half second from /proc).
+
+Last line: `web games=N errors=E p99_move_ms=T engine_games=N2 engine_p99_wait_ms=W
+forfeits=F peak_rss_mb=M stockfish_procs=S` (N concurrent games, E errors of any kind: error
+frames, dropped sockets, failed requests, in both scenarios). Targets: 50 games for 120 s, 0
+errors, p99 under 50 ms (issue 10); 20 engine games for 120 s, 0 forfeits, p99 wait under 2 s,
+the Stockfish processes bounded by the pool (2 per worker), peak RSS under 2 GB (issue 16).
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -78,17 +89,21 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[rank - 1]
 
 
-def start(cmd: list[str]) -> tuple[subprocess.Popen[str], str]:
-    """Start a server process and return it with the URL it prints."""
+def start(cmd: list[str], lines: list[str] | None = None
+          ) -> tuple[subprocess.Popen[str], str]:
+    """Start a server process and return it with the URL it prints; its later output is
+    drained by a thread (into `lines` when given) so a chatty server never blocks."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.stdout is not None
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         line = proc.stdout.readline()
         if not line:
             raise RuntimeError(f"server exited with {proc.wait()}")
         match = re.search(r"http://127\.0\.0\.1:\d+/", line)
         if match:
+            sink = lines if lines is not None else []
+            threading.Thread(target=sink.extend, args=(proc.stdout,), daemon=True).start()
             return proc, match.group(0)
     proc.kill()
     raise RuntimeError("server printed no URL")
@@ -181,7 +196,7 @@ def measure_caligo(games: int, seconds: float, think: float, max_searches: int) 
     stats = Stats()
     with tempfile.TemporaryDirectory(prefix="caligo-bench-web-") as tmp:
         db = Path(tmp) / "games.sqlite"
-        cmd = serve_argv(db, agent="random", seed=1, max_searches=max_searches)
+        cmd = serve_argv(db, agent="random", seed=1, workers=f"processes:{max_searches}")
         proc, url = start(cmd)
         try:
             post_game(url, "white")  # warm up: numba caches, first SQLite pages
@@ -208,6 +223,127 @@ def measure_echo(clients: int, seconds: float, think: float) -> Stats:
     return stats
 
 
+def _tree(pid: int) -> list[int]:
+    """`pid` and every process below it (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
+            children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [pid], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _sample(pid: int) -> tuple[float, int]:
+    """(RSS in MB of `pid` and everything below it, Stockfish processes among them)."""
+    rss_kb, stockfish = 0, 0
+    for p in _tree(pid):
+        try:
+            status = (Path("/proc") / str(p) / "status").read_text()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("Name:") and line.split()[1].startswith("stockfish"):
+                stockfish += 1
+            if line.startswith("VmRSS:"):
+                rss_kb += int(line.split()[1])
+    return rss_kb / 1024.0, stockfish
+
+
+def post_engine_game(url: str, color: str, tc: str, strength: str) -> dict[str, str]:
+    body = json.dumps({"color": color, "tc": tc, "strength": strength}).encode()
+    req = urllib.request.Request(
+        url + "api/games", data=body, headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        return json.loads(resp.read())  # type: ignore[no-any-return]
+
+
+async def engine_client(url: str, index: int, until: float, think: float, tc: str,
+                        strength: str, stats: Stats, rng: random.Random,
+                        forfeits: list[str]) -> None:
+    """One human-paced player against the engine, games back to back until `until`."""
+    from websockets.asyncio.client import connect
+
+    ws_base = url.replace("http://", "ws://")
+    while time.monotonic() < until:
+        color = ("white", "black")[(index + stats.games) % 2]
+        try:
+            game = await asyncio.to_thread(post_engine_game, url, color, tc, strength)
+            uri = f"{ws_base}ws/games/{game['game']}?seat={game['seat']}"
+            async with connect(uri, max_size=1 << 20) as ws:
+                while True:
+                    frame = json.loads(await ws.recv())
+                    if frame["type"] != "state":
+                        stats.error(f"error frame: {frame}")
+                        break
+                    if frame["status"] == "over":
+                        stats.games += 1
+                        end = frame.get("end") or {}
+                        loser = {"1-0": "black", "0-1": "white"}.get(end.get("result", ""))
+                        if "time" in str(end.get("termination", "")) and loser != color:
+                            forfeits.append(str(end))
+                        break
+                    if time.monotonic() >= until:
+                        break
+                    if frame["your_turn"]:
+                        legal = frame["view"]["legal_moves"]
+                        await asyncio.sleep(think * rng.uniform(0.5, 1.5))
+                        uci = rng.choice(legal)
+                        await ws.send(json.dumps({"type": "move", "uci": uci,
+                                                  "ply": frame["ply"]}))
+        except Exception as exc:
+            stats.error(f"{type(exc).__name__}: {exc}")
+
+
+def measure_engine(games: int, seconds: float, think: float, spec: str, tc: str,
+                   strength: str, workers: str) -> dict[str, float]:
+    """The engine scenario (module docstring)."""
+    stats = Stats()
+    forfeits: list[str] = []
+    lines: list[str] = []
+    peak = [0.0, 0]
+    with tempfile.TemporaryDirectory(prefix="caligo-bench-web-") as tmp:
+        db = Path(tmp) / "games.sqlite"
+        proc, url = start(serve_argv(db, agent=spec, seed=1, workers=workers), lines)
+        done = threading.Event()
+
+        def sampler() -> None:
+            while not done.wait(0.5):
+                rss, sf = _sample(proc.pid)
+                peak[0], peak[1] = max(peak[0], rss), max(peak[1], sf)
+
+        threading.Thread(target=sampler, daemon=True).start()
+        try:
+            until = time.monotonic() + seconds
+            rngs = [random.Random(1000 + i) for i in range(games)]
+            asyncio.run(run_clients([
+                engine_client(url, i, until, think, tc, strength, stats, rngs[i], forfeits)
+                for i in range(games)]))
+        finally:
+            done.set()
+            stop(proc)
+            time.sleep(0.5)
+    record = next((ln for ln in lines if ln.startswith("engine workers:")), "")
+    fields = dict(kv.split("=") for kv in record.split()[2:] if "=" in kv)
+    for note in stats.notes:
+        print(f"# engine scenario error: {note}")
+    for f in forfeits[:5]:
+        print(f"# forfeit: {f}")
+    print(f"engine scenario: {stats.games} finished games, {record or 'no worker record'}")
+    return {"games": games, "errors": stats.errors, "forfeits": len(forfeits),
+            "p99_wait_ms": float(fields.get("p99_wait_ms", "nan")),
+            "peak_rss_mb": peak[0], "stockfish_procs": peak[1], "finished": stats.games}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="caligo bench web", description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=50, help="concurrent games (clients)")
@@ -215,11 +351,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--think-ms", type=float, default=100.0, help="client pause before each move"
     )
-    parser.add_argument("--max-searches", type=int, default=1, help="server's engine cap")
+    parser.add_argument("--max-searches", type=int, default=1,
+                        help="engine worker processes of the random-engine scenario")
+    parser.add_argument("--engine", default="obscuro", help="the engine scenario's agent")
+    parser.add_argument("--engine-games", type=int, default=20, help="human-paced games")
+    parser.add_argument("--engine-seconds", type=float, default=120.0)
+    parser.add_argument("--engine-think-ms", type=float, default=1500.0)
+    parser.add_argument("--engine-tc", default="3+2", help="the engine games' clock")
+    parser.add_argument("--engine-strength", default="iters=200")
+    parser.add_argument("--workers", default="processes:2", help="the engine scenario's pool")
     parser.add_argument("--short", action="store_true", help="10 games for 10 s (CI)")
     args = parser.parse_args(argv)
     if args.short or os.environ.get("CALIGO_SHORT") == "1":
         args.games, args.seconds = min(args.games, 10), min(args.seconds, 10.0)
+        args.engine_games, args.engine_seconds = min(args.engine_games, 4), 20.0
     think = args.think_ms / 1000.0
     print(
         f"# {args.games} concurrent games for {args.seconds:g} s, client think {args.think_ms:g}"
@@ -243,7 +388,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ratio caligo/echo: p50 {p50 / e50:.2f}x, p99 {p99 / e99:.2f}x")
     for note in ours.notes + echo.notes:
         print(f"# error: {note}")
-    print(f"web games={args.games} errors={ours.errors + echo.errors} p99_move_ms={p99:.2f}")
+    print(f"# engine scenario: {args.engine_games} games of {args.engine} at "
+          f"{args.engine_strength}, {args.engine_tc}, think ~{args.engine_think_ms:g} ms, "
+          f"workers {args.workers}, {args.engine_seconds:g} s", flush=True)
+    eng = measure_engine(args.engine_games, args.engine_seconds, args.engine_think_ms / 1000,
+                         args.engine, args.engine_tc, args.engine_strength, args.workers)
+    print(f"load average at the end: {os.getloadavg()[0]:.2f}")
+    errors = ours.errors + echo.errors + int(eng["errors"])
+    print(f"web games={args.games} errors={errors} p99_move_ms={p99:.2f} "
+          f"engine_games={args.engine_games} engine_p99_wait_ms={eng['p99_wait_ms']:.1f} "
+          f"forfeits={int(eng['forfeits'])} peak_rss_mb={eng['peak_rss_mb']:.0f} "
+          f"stockfish_procs={int(eng['stockfish_procs'])}")
     return 0
 
 

@@ -59,6 +59,7 @@ import numpy as np
 
 from caligo.agents.base import AgentBase, Clock, Decision
 from caligo.agents.fow_search import FowBelief, FowEvaluator, FowSearchGame, compact_arena
+from caligo.agents.resources import EngineResources
 from caligo.agents.timing import (
     OBSCURO,
     UNTIMED,
@@ -191,9 +192,10 @@ def parse_budget(text: str) -> TimeControl:
 class SlotPool(StockfishPool):
     """A `StockfishPool` whose engines belong to expander slots, not threads (module docstring).
 
-    `bind(slot)` makes the calling thread use slot `slot`'s engine; unbound threads share one
-    more engine (the agent calls from one thread at a time outside the search). Caches and
-    counters are the pool's.
+    `bind(slot)` makes the calling thread use slot `slot`'s engine; unbound threads use slot
+    0's: the agent calls from one thread at a time outside the search (the subgame's roots,
+    a deterministic search's leaves) and never while an expander runs, so one process serves
+    both (a process is ~120 MB). Caches and counters are the pool's.
     """
 
     def __init__(self, config: StockfishConfig | None = None) -> None:
@@ -203,11 +205,11 @@ class SlotPool(StockfishPool):
         self._bound = threading.local()
 
     def start(self, slots: int) -> None:
-        """Start the calling thread's engine and those of slots 0 .. slots-1 now (off the
-        clock: a process takes about 0.1 s to start)."""
+        """Start the engines of slots 0 .. slots-1 now (off the clock: a process takes about
+        0.1 s to start)."""
         bound = getattr(self._bound, "slot", None)
         try:
-            for slot in range(-1, slots):
+            for slot in range(max(1, slots)):
                 self._bound.slot = slot
                 self.engine()
         finally:
@@ -218,8 +220,9 @@ class SlotPool(StockfishPool):
         self._bound.slot = int(slot)
 
     def engine(self) -> StockfishEngine:
-        """The engine of the calling thread's slot, started on first use."""
-        slot = int(getattr(self._bound, "slot", -1))
+        """The engine of the calling thread's slot (slot 0's when unbound), started on first
+        use."""
+        slot = max(0, int(getattr(self._bound, "slot", -1)))
         with self._slot_lock:
             eng = self._slots.get(slot)
             if eng is not None and not eng.closed:
@@ -231,6 +234,11 @@ class SlotPool(StockfishPool):
             with self._lock:
                 self._engines.append(eng)
         return eng
+
+
+def _started(pool: SlotPool, slots: int) -> SlotPool:
+    pool.start(slots)
+    return pool
 
 
 def stockfish_available(path: str | None = None) -> bool:
@@ -408,12 +416,13 @@ _WARMED: set[str] = set()
 """Which warm-ups this process has run (numba loads a cached kernel on its first call)."""
 
 
-def _warm_up(stockfish: StockfishConfig | None) -> None:
+def _warm_up(pool: StockfishPool | None) -> None:
     """Load every compiled kernel the agent calls before the first timed move: numba loads a
     cached kernel on its first call, 10-60 ms each, which on the clock would cost the first
     moves of a game. Once per process: a few plies between two tiny searches with the
     built-in evaluator in each schedule (so re-rooting, sampling, carrying and compaction all
-    run), and one Stockfish leaf and root evaluation through a throwaway pool."""
+    run), and one Stockfish leaf and root evaluation through the agent's own pool (its caches
+    are cleared after, by `new_game`)."""
     from caligo.fow.game import Game
     from caligo.fow.observation import observe
 
@@ -445,14 +454,12 @@ def _warm_up(stockfish: StockfishConfig | None) -> None:
                 if eng is not None:
                     compact_arena(game, eng.arena)
         _WARMED.add("search")
-    if stockfish is not None and "stockfish" not in _WARMED:
+    if pool is not None and "stockfish" not in _WARMED:
         game = FowSearchGame()
         batch = game.expand(np.array([0]))
         kids = game.positions(batch.state)
-        with StockfishPool(replace(stockfish, cache_entries=0)) as pool:
-            pool.children(game.positions(np.array([0]))[0], kids,
-                          batch.action.astype(np.uint16))
-            pool.evaluate(kids[:2])
+        pool.children(game.positions(np.array([0]))[0], kids, batch.action.astype(np.uint16))
+        pool.evaluate(kids[:2])
         _WARMED.add("stockfish")
 
 
@@ -461,10 +468,12 @@ class ObscuroAgent(AgentBase):
     registry, `ObscuroAgent.from_options(options)`."""
 
     def __init__(self, config: ObscuroConfig | None = None, *,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+                 clock: Callable[[], float] = time.perf_counter,
+                 resources: EngineResources | None = None) -> None:
         super().__init__()
         self.config = config if config is not None else ObscuroConfig()
         self.timer = MoveTimer(self.config.time, self.config.budget, now=clock)
+        self.resources = resources
         self._leaf: LeafEvaluator | None = None
         self._pool: SlotPool | None = None
         self._game: FowSearchGame | None = None
@@ -474,9 +483,11 @@ class ObscuroAgent(AgentBase):
         self._reset_game(0)
 
     @classmethod
-    def from_options(cls, options: Mapping[str, str]) -> ObscuroAgent:
-        """Build from registry options (`OPTIONS_HELP`)."""
-        return cls(ObscuroConfig.from_options(options))
+    def from_options(cls, options: Mapping[str, str],
+                     resources: EngineResources | None = None) -> ObscuroAgent:
+        """Build from registry options (`OPTIONS_HELP`); `resources`: a worker's shared
+        Stockfish processes (`caligo.agents.resources`)."""
+        return cls(ObscuroConfig.from_options(options), resources=resources)
 
     @property
     def evaluator_name(self) -> str:
@@ -486,25 +497,30 @@ class ObscuroAgent(AgentBase):
     # --- lifecycle -------------------------------------------------------------------------
 
     def _close_leaf(self) -> None:
-        if self._leaf is not None:
+        if self._leaf is not None and self.resources is None:  # a shared pool is the worker's
             self._leaf.close()
         self._leaf = None
         self._pool = None
 
     def _evaluator(self) -> LeafEvaluator:
-        """The leaf evaluator: the Stockfish processes are started at the first game and given
-        `ucinewgame` at each later one (a game's scores are then a fresh process's: a
-        fixed-iteration game is a function of its seed)."""
+        """The leaf evaluator: the Stockfish processes are started at the first game (or
+        borrowed from the worker's shared resources) and given `ucinewgame` at each game (a
+        game's scores are then a fresh process's: a fixed-iteration game is a function of its
+        seed)."""
         cfg = self.config
         if self._leaf is None:
             if cfg.uses_stockfish:
-                self._pool = SlotPool(cfg.stockfish)
-                self._pool.start(cfg.expanders)
+                if self.resources is not None:
+                    self._pool = self.resources.get(
+                        ("obscuro", cfg.stockfish, cfg.expanders),
+                        lambda: _started(SlotPool(cfg.stockfish), cfg.expanders))
+                else:
+                    self._pool = _started(SlotPool(cfg.stockfish), cfg.expanders)
+                    self._leaf = self._pool
+                    return self._leaf
                 self._leaf = self._pool
             else:
                 self._leaf = SimpleEvaluator()
-        elif self._pool is not None:
-            self._pool.new_game()
         return self._leaf
 
     def new_game(self, color: int, start_fen: str, time_control: TimeControl, seed: int) -> None:
@@ -529,7 +545,9 @@ class ObscuroAgent(AgentBase):
         self._search = SearchAgent(game, self._belief, FowEvaluator(game, leaf),
                                    cfg.search_config(), evaluator_factory=factory,
                                    capacity=self._capacity(time_control))
-        _warm_up(cfg.stockfish if self._pool is not None else None)  # off the clock
+        _warm_up(self._pool)  # off the clock
+        if self._pool is not None:
+            self._pool.new_game()  # after the warm-up: this game starts as a fresh process
         game_seed = _mix_seed(cfg.seed, seed, self.color)
         self._search.new_game(self.color, game_seed)
         self._search.prepare()

@@ -19,6 +19,7 @@ passes: the web page plays it, so a new, stronger agent takes over without chang
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 import re
 import shlex
@@ -28,6 +29,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from caligo.agents.base import Agent
+from caligo.agents.resources import EngineResources
 from caligo.errors import CaligoError
 
 log = logging.getLogger(__name__)
@@ -109,12 +111,23 @@ class AgentInfo:
         """Why the agent cannot run on this machine, or None when it can."""
         return None if self.requires is None else self.requires()
 
-    def build(self, options: Mapping[str, str]) -> Agent:
-        """Resolve the factory and call it with the options."""
+    def build(self, options: Mapping[str, str], resources: EngineResources | None = None
+              ) -> Agent:
+        """Resolve the factory and call it with the options (and the worker's shared
+        `resources`, when given and the factory takes a `resources` argument)."""
         factory = self.factory
         if isinstance(factory, str):
             factory = _resolve(factory)
+        if resources is not None and _takes_resources(factory):
+            return factory(options, resources=resources)  # type: ignore[call-arg]
         return factory(options)
+
+
+def _takes_resources(factory: Callable[..., Any]) -> bool:
+    try:
+        return "resources" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _resolve(path: str) -> Factory:
@@ -173,8 +186,9 @@ def info(name: str) -> AgentInfo:
         raise AgentSpecError(f"unknown agent {name!r} (known: {known})") from None
 
 
-def create(spec: str | AgentSpec) -> Agent:
-    """Build a fresh agent from a spec string or a parsed spec."""
+def create(spec: str | AgentSpec, resources: EngineResources | None = None) -> Agent:
+    """Build a fresh agent from a spec string or a parsed spec; `resources`: a worker's shared
+    processes (`caligo.agents.resources`), which agents that use Stockfish then borrow."""
     parsed = parse_spec(spec) if isinstance(spec, str) else spec
     if parsed.external:
         from caligo.agents.external import ExternalAgent
@@ -185,7 +199,7 @@ def create(spec: str | AgentSpec) -> Agent:
     if reason:
         raise AgentSpecError(f"agent {parsed.name!r} is not available here: {reason}")
     try:
-        return entry.build(dict(parsed.options))
+        return entry.build(dict(parsed.options), resources)
     except (ValueError, TypeError) as exc:
         raise AgentSpecError(f"invalid options in {parsed.text!r}: {exc}") from None
 

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from caligo.agents.base import AgentBase, Clock, Decision
+from caligo.agents.resources import EngineResources
 from caligo.agents.timing import STOCKFISH_PI, MovePlan, MoveTimer, TimeControl
 from caligo.errors import CaligoError
 from caligo.fow.belief import BeliefSet
@@ -74,7 +75,8 @@ class StockfishPIAgent(AgentBase):
     """Stockfish on one position sampled from P (module docstring)."""
 
     def __init__(self, depth: int = DEFAULT_DEPTH, seed: int = 0, path: str | None = None, *,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+                 clock: Callable[[], float] = time.perf_counter,
+                 resources: EngineResources | None = None) -> None:
         super().__init__()
         if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= 60:
             raise StockfishPIError(f"stockfish-pi: depth must be an int in [1, 60], got "
@@ -89,11 +91,13 @@ class StockfishPIAgent(AgentBase):
         self._queued: Observation | None = None
         self._cut = 0
         self.timer = MoveTimer(STOCKFISH_PI, now=clock)
+        self.resources = resources
         self._rng = np.random.default_rng(0)
         self._draw = random.Random(0)
 
     @classmethod
-    def from_options(cls, options: Mapping[str, str]) -> StockfishPIAgent:
+    def from_options(cls, options: Mapping[str, str],
+                     resources: EngineResources | None = None) -> StockfishPIAgent:
         """Build from registry options: depth=N, seed=N, stockfish=PATH."""
         unknown = sorted(set(options) - {"depth", "seed", "stockfish"})
         if unknown:
@@ -109,7 +113,7 @@ class StockfishPIAgent(AgentBase):
                                            f"{options[key]!r}") from None
         if "stockfish" in options:
             kw["path"] = options["stockfish"]
-        return cls(**kw)
+        return cls(**kw, resources=resources)
 
     def new_game(self, color: int, start_fen: str, time_control: TimeControl, seed: int) -> None:
         """P = {start}; the engine starts a new game (`ucinewgame`: its answers no longer
@@ -121,6 +125,10 @@ class StockfishPIAgent(AgentBase):
         mixed = np.random.SeedSequence([self.base_seed & 0xFFFFFFFF, seed & 0xFFFFFFFF, color])
         self._rng = np.random.default_rng(mixed)
         self._draw = random.Random(int(mixed.generate_state(1)[0]))
+        if self._engine is None and self.resources is not None:
+            config = self._config
+            self._engine = self.resources.get(("stockfish-pi", config),
+                                              lambda: StockfishEngine(self.path, config))
         if self._engine is not None:
             self._engine.new_game()
         else:
@@ -201,7 +209,7 @@ class StockfishPIAgent(AgentBase):
         return Decision(move, policy={int(m): 1.0 / len(legal) for m in legal}, info=info)
 
     def close(self) -> None:
-        """Stop the engine."""
-        if self._engine is not None:
+        """Stop the engine (a worker's shared engine stays)."""
+        if self._engine is not None and self.resources is None:
             self._engine.close()
-            self._engine = None
+        self._engine = None

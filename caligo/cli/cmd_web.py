@@ -21,7 +21,7 @@ def serve_argv(
     port: int = 0,
     agent: str = "random",
     seed: int = 1,
-    max_searches: int = 1,
+    workers: str = "processes:1",
     first_move_seconds: float | None = None,
 ) -> list[str]:
     """The command that runs `caligo web serve` on loopback with this Python (tests, benchmarks);
@@ -43,8 +43,8 @@ def serve_argv(
         agent,
         "--seed",
         str(seed),
-        "--max-searches",
-        str(max_searches),
+        "--workers",
+        workers,
         *extra,
     ]
 
@@ -78,6 +78,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from caligo.agents import registry
+    from caligo.play.workers import WorkerStats
     from caligo.web import WebConfig, create_app
 
     agent = args.agent or registry.strongest()
@@ -86,11 +87,18 @@ def _serve(args: argparse.Namespace) -> int:
     config = WebConfig(
         db=str(db),
         agent=agent,
-        max_searches=args.max_searches,
+        workers=args.workers,
         seed=args.seed,
         first_move_ms=round(args.first_move_seconds * 1000),
     )
-    app = create_app(config)
+    def record(stats: WorkerStats) -> None:  # the engine workers' record (benchmarks read it)
+        waits = sorted(stats.waits_s)
+        p99 = waits[min(len(waits) - 1, int(0.99 * len(waits)))] if waits else 0.0
+        print(f"engine workers: workers={stats.workers} jobs={stats.jobs} "
+              f"replaced={stats.replaced} p99_wait_ms={1000 * p99:.1f} "
+              f"max_wait_ms={1000 * stats.max_wait_s:.1f}", flush=True)
+
+    app = create_app(config, on_close=record)
     sock = bind(args.host, args.port)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
@@ -115,7 +123,9 @@ SERVE_EPILOG = """\
 examples:
   caligo web serve                              open http://127.0.0.1:8000/
   caligo web serve --port 8080 --agent obscuro:budget=mt=1
-  caligo web serve --port 0 --db games.sqlite --agent random   a free port, its own database"""
+  caligo web serve --port 0 --db games.sqlite --agent random   a free port, its own database
+  caligo web serve --workers 4                  four engine worker processes
+  caligo web serve --workers ray:auto           engines on the running Ray cluster"""
 
 
 def register(sub: Any) -> None:
@@ -130,7 +140,10 @@ def register(sub: Any) -> None:
     p.add_argument("--db", help=f"SQLite game database (default {default_db()})")
     p.add_argument("--agent", help="agent spec the page plays (default: strongest available)")
     p.add_argument(
-        "--max-searches", type=int, default=1, help="engine searches run at once (others queue)"
+        "--workers", default="auto", metavar="SPEC",
+        help="the engine workers, shared by every game: N or processes:N (worker processes; "
+        "auto: one per two cores), threads:N (in the server's process), ray or ray:ADDRESS "
+        "(Ray actors, the caligo[ray] extra); a game waiting for a person holds no process",
     )
     p.add_argument("--seed", type=int, help="seed games deterministically (tests)")
     p.add_argument(

@@ -24,7 +24,7 @@ nothing; the socket and the server go on.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from caligo.agents import registry
 from caligo.agents.base import TimeControl, color_from_name
 from caligo.agents.untrusted_json import UntrustedJsonError, loads_untrusted
 from caligo.play.pgn import standard_pgn
+from caligo.play.workers import WorkerStats
 from caligo.web.errors import (
     BadRequestError,
     GameRunningError,
@@ -89,18 +90,24 @@ def _status(exc: WebError) -> int:
     return 400
 
 
-def create_app(config: WebConfig) -> FastAPI:
-    """Build the app for `config` (the hub, its store and limiter live as long as the app)."""
+def create_app(config: WebConfig,
+               on_close: Callable[[WorkerStats], None] | None = None) -> FastAPI:
+    """Build the app for `config` (the hub, its store and its engine workers live as long as
+    the app); `on_close` receives the workers' record when the app stops."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         hub = GameHub(config)
         app.state.hub = hub
+        await hub.start()
         log.info("caligo web: engine %s, database %s", config.agent, config.db)
         try:
             yield
         finally:
+            stats = hub.workers.stats()
             await hub.close()
+            if on_close is not None:
+                on_close(stats)
 
     app = FastAPI(title="Caligo: Fog of War chess", lifespan=lifespan, docs_url=None)
 

@@ -40,26 +40,30 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-import anyio
-import anyio.to_thread
-
 from caligo.agents import registry
 from caligo.agents.base import (
     COLOR_NAMES,
     UNTIMED,
-    Agent,
     Decision,
     TcKind,
     TimeControl,
 )
-from caligo.agents.protocol import Force, GameOver, Go, RefereeMessage
+from caligo.agents.protocol import Force, GameOver, Go, NewGame, RefereeMessage
 from caligo.agents.timing import strength_clock
 from caligo.agents.untrusted_json import UntrustedJsonError, loads_untrusted
 from caligo.fow.position import move_to_uci
 from caligo.play.errors import IllegalMoveError, SessionError
-from caligo.play.referee import AgentSeat
 from caligo.play.session import EndReason, GameSession, SessionConfig
 from caligo.play.storage import GameStore
+from caligo.play.workers import (
+    Job,
+    JobKind,
+    JobResult,
+    WorkerError,
+    WorkerLost,
+    make_workers,
+    parse_workers,
+)
 from caligo.web.errors import (
     BadRequestError,
     GameNotFoundError,
@@ -81,6 +85,8 @@ UNTIMED_MOVE_TIMEOUT_MS = 7 * 24 * 3600 * 1000
 LAG_MARGIN_MS = 250
 """Grace added to a clock before the flag falls (network lag, as chess.com allows)."""
 HUMAN_NAME = "Human"
+STARTUP_S = 120.0
+"""What an engine's worker may add to a job in which the agent starts (or replays) its game."""
 DEFAULT_STRENGTH = TimeControl(TcKind.MOVETIME, movetime_ms=1000)
 FIRST_MOVE_MS = 30_000
 """Time each side has for its first move in a timed game before the game is aborted (lichess's
@@ -127,7 +133,11 @@ class WebConfig:
 
     db: str
     agent: str
-    max_searches: int = 1
+    workers: str = "threads:1"
+    """The engine workers (`caligo.play.workers.make_workers`): "processes:N", "threads:N",
+    "ray[:ADDRESS]" or "auto" (`caligo web serve` defaults to "auto": processes)."""
+    worker_init: str | None = None
+    """"module:function" each worker runs first (registers agents a test defines)."""
     max_live_games: int = 200
     max_message_bytes: int = 4096
     seed: int | None = None
@@ -137,13 +147,16 @@ class WebConfig:
 
     def __post_init__(self) -> None:
         if (
-            self.max_searches < 1
-            or self.max_live_games < 1
+            self.max_live_games < 1
             or self.max_message_bytes < 64
             or self.first_move_ms < 1
         ):
             raise WebConfigError(f"invalid web config: {self!r}")
         registry.parse_spec(self.agent)  # raises AgentSpecError quoting it
+        try:
+            parse_workers(self.workers)
+        except WorkerError as exc:
+            raise WebConfigError(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -339,9 +352,7 @@ _OFF_BOARD = frozenset(
 class LiveGame:
     """One game between a browser seat and an engine seat (see the module docstring)."""
 
-    def __init__(
-        self, hub: GameHub, session: GameSession, meta: WebGameMeta, agent: Agent | None
-    ) -> None:
+    def __init__(self, hub: GameHub, session: GameSession, meta: WebGameMeta) -> None:
         self.hub = hub
         self.session = session
         self.meta = meta
@@ -350,7 +361,6 @@ class LiveGame:
         self.tracker = SeatTracker()
         self.lock = asyncio.Lock()
         self.conns: set[Any] = set()
-        self._seat = AgentSeat(agent) if agent is not None else None
         self._engine_sent = -1
         self._engine_task: asyncio.Task[None] | None = None
         self._catch_up: asyncio.Task[None] | None = None
@@ -459,17 +469,12 @@ class LiveGame:
         return not self.conns and self._engine_task is None and not self.lock.locked()
 
     async def unload(self) -> None:
-        """Stop the flag timer and close the engine (the game stays as stored)."""
+        """Stop the flag timer (the game stays as stored; its engine stays with its worker,
+        which drops it when it needs room: then it replays the transcript)."""
         self.unloaded = True
         if self._flag is not None:
             self._flag.cancel()
             self._flag = None
-        seat, self._seat = self._seat, None
-        if seat is not None:
-            try:
-                await anyio.to_thread.run_sync(seat.agent.close)
-            except Exception as exc:
-                log.warning("game %s: engine failed to close: %s", self.game_id, exc)
 
     async def _record(self) -> None:
         """Commit the plies not stored yet (call under the lock, before the frame goes out).
@@ -510,18 +515,20 @@ class LiveGame:
             self.hub.store.games.finish(self.session, headers)
             log.info("game %s over: %s (%s)", self.game_id, self.session.end, self.meta.agent)
         self.hub.forget(self)
-        if self._seat is not None:
-            self._spawn(self._close_engine())
+        self._spawn(self._close_engine())
 
     async def _close_engine(self) -> None:
-        task = self._engine_task
-        if task is not None and task is not asyncio.current_task():
-            await asyncio.wait([task])
-        seat, self._seat = self._seat, None
-        if seat is None:
-            return
+        """Send the engine its last observations and `gameover` (its worker drops it)."""
+        for task in (self._engine_task, self._catch_up):
+            if task is not None and task is not asyncio.current_task():
+                await asyncio.wait([task])
         messages = self.session.project(self.engine, self._engine_sent)
-        await anyio.to_thread.run_sync(_goodbye, seat, messages, self.game_id)
+        self._engine_sent = self.session.ply
+        try:
+            await self.hub.workers.submit(
+                Job(JobKind.END, self.game_id, self.meta.agent, tuple(messages)), STARTUP_S)
+        except Exception as exc:  # the game is decided; a failing goodbye is only logged
+            log.warning("game %s: engine failed on gameover: %s", self.game_id, exc)
 
     def _arm_flag(self) -> None:
         if self._flag is not None:
@@ -555,22 +562,15 @@ class LiveGame:
             if self._catch_up is not None:  # the engine still takes in its last move
                 await asyncio.wait([self._catch_up])
             async with self.lock:
-                if session.is_over() or session.to_move != self.engine or self._seat is None:
+                if session.is_over() or session.to_move != self.engine:
                     return
-                messages = session.project(self.engine, self._engine_sent)
+                messages = self._engine_messages(self._engine_sent)
                 self._engine_sent = session.ply
                 ply = session.ply
-                request = messages[-1]
-                if isinstance(request, Go):
-                    budget = strength_clock(self.meta.strength, request.clock)
-                    messages[-1] = replace(request, clock=budget)
-                seat = self._seat
             error: BaseException | None = None
             decision: Decision | None = None
             try:
-                decision = await anyio.to_thread.run_sync(
-                    _think, seat, messages, time.perf_counter(), limiter=self.hub.limiter
-                )
+                decision = await self._engine_move(messages)
             except Exception as exc:  # any engine failure loses the game, the server goes on
                 error = exc
             async with self.lock:
@@ -582,28 +582,86 @@ class LiveGame:
                 self._settle(before)
                 await self._record()
                 await self._after_change()
-                if not session.is_over() and self._seat is not None:
+                if not session.is_over():
                     self._catch_up = self._spawn(self._engine_catch_up())
         finally:
             if self._engine_task is asyncio.current_task():
                 self._engine_task = None
 
+    def _engine_messages(self, since: int) -> list[RefereeMessage]:
+        """The engine seat's messages after ply `since` as the engine sees them: its
+        `newgame` with the game's strength as its budget (so it sizes its search for it) and
+        its `go` with the strength inside its clock (`strength_clock`). Call under the lock."""
+        messages = self.session.project(self.engine, since)
+        if messages and isinstance(messages[0], NewGame):
+            messages[0] = replace(messages[0], time_control=self.meta.strength)
+        request = messages[-1] if messages else None
+        if isinstance(request, Go):
+            messages[-1] = replace(request, clock=strength_clock(self.meta.strength,
+                                                                 request.clock))
+        return messages
+
+    def _watchdog_s(self, messages: Sequence[RefereeMessage]) -> float:
+        """How long the engine's worker may take for these messages before it is replaced:
+        the strength's time with room, never past the referee's deadline (plus the lag
+        margin), more when the agent starts or replays its game."""
+        limit = 30.0
+        request = messages[-1] if messages else None
+        if isinstance(request, Go):
+            st = self.meta.strength
+            limit = (2.0 * st.movetime_ms / 1000.0 + 10.0 if st.kind is TcKind.MOVETIME
+                     else 120.0)
+            if request.clock.deadline_ms is not None:
+                limit = min(limit, request.clock.deadline_ms / 1000.0 + 2.0)
+        if any(isinstance(m, NewGame) for m in messages):
+            limit += STARTUP_S
+        return limit
+
+    async def _engine_move(self, messages: list[RefereeMessage]) -> Decision | None:
+        """The engine's answer through the workers: the transcript again if its worker does
+        not hold the game (a restart, a replaced or crowded worker), one retry if the worker
+        is lost."""
+        job = Job(JobKind.MOVE, self.game_id, self.meta.agent, tuple(messages))
+        for attempt in (1, 2):
+            try:
+                result = await self.hub.workers.submit(job, self._watchdog_s(job.messages))
+            except WorkerLost:
+                if attempt == 2:
+                    raise
+                log.warning("game %s: the engine's worker was lost; replaying on a new one",
+                            self.game_id)
+                result = JobResult(self.game_id, missing=True)
+            if result.missing:
+                async with self.lock:
+                    full = self._engine_messages(-1)
+                job = replace(job, messages=tuple(full))
+                continue
+            if result.error is not None:
+                raise WebError(f"the engine failed: {result.error}")
+            return result.decision
+        raise WebError("the engine's worker lost the game twice")  # pragma: no cover
+
     async def _engine_catch_up(self) -> None:
-        """Deliver the engine's own move's observation in a worker, on the human's time."""
+        """The engine takes in its own move's observation in its worker, on the human's
+        time."""
         try:
             async with self.lock:
-                seat = self._seat
-                if seat is None or self.session.is_over():
+                if self.session.is_over():
                     return
                 messages = [m for m in self.session.project(self.engine, self._engine_sent)
                             if not isinstance(m, Go | Force | GameOver)]
                 if not messages:
                     return
                 self._engine_sent = self.session.ply
-            await anyio.to_thread.run_sync(_deliver_all, seat, messages,
-                                           limiter=self.hub.limiter)
+            job = Job(JobKind.OBSERVE, self.game_id, self.meta.agent, tuple(messages))
+            result = await self.hub.workers.submit(job, 60.0)
+            if result.missing:  # replayed with its next move
+                async with self.lock:
+                    self._engine_sent = -1
         except Exception as exc:  # reported at the engine's next turn, if it matters
             log.warning("game %s: engine failed to observe its move: %s", self.game_id, exc)
+            async with self.lock:
+                self._engine_sent = -1  # the next move replays the transcript
         finally:
             if self._catch_up is asyncio.current_task():
                 self._catch_up = None
@@ -670,50 +728,17 @@ class LiveGame:
             raise BadRequestError(str(exc)) from None
 
 
-def _think(seat: AgentSeat, messages: Sequence[RefereeMessage],
-           projected: float) -> Decision | None:
-    """Worker thread: deliver the engine's pending messages, then answer its request; the
-    request's clock is aged by the time since it was `projected` (the wait for a slot)."""
-    for message in messages:
-        if isinstance(message, Go):
-            waited_ms = 1000.0 * (time.perf_counter() - projected)
-            return seat.ask(replace(message, clock=message.clock.aged(waited_ms)))
-        seat.deliver(message)
-        if isinstance(message, Force):
-            return None
-    raise WebError(f"no request for the engine in {messages!r}")
-
-
-def _deliver_all(seat: AgentSeat, messages: Sequence[RefereeMessage]) -> None:
-    """Worker thread: deliver observations to the engine seat."""
-    for message in messages:
-        seat.deliver(message)
-
-
-def _goodbye(seat: AgentSeat, messages: Sequence[RefereeMessage], game_id: str) -> None:
-    """Worker thread: deliver the last observations and `gameover`, then close the agent."""
-    try:
-        for message in messages:
-            seat.deliver(message)
-    except Exception as exc:  # the game is decided; a failing goodbye is only logged
-        log.warning("game %s: engine failed on gameover: %s", game_id, exc)
-    try:
-        seat.agent.close()
-    except Exception as exc:
-        log.warning("game %s: engine failed to close: %s", game_id, exc)
-
-
 # --- all games -------------------------------------------------------------------------------
 
 
 class GameHub:
-    """Every live game of the server, the store, and the engine admission limiter."""
+    """Every live game of the server, the store, and the engine workers."""
 
     def __init__(self, config: WebConfig) -> None:
         self.config = config
         self.store = WebStore(config.db)
         self.live: dict[str, LiveGame] = {}
-        self.limiter = anyio.CapacityLimiter(config.max_searches)
+        self.workers = make_workers(config.workers, init=config.worker_init, warm=config.agent)
         self._rng: random.Random = (
             random.Random(config.seed) if config.seed is not None else secrets.SystemRandom()
         )
@@ -758,11 +783,10 @@ class GameHub:
             move_timeout_ms=UNTIMED_MOVE_TIMEOUT_MS,
             first_move_timeout_ms=(first_move[0], first_move[1]),
         )
-        agent = await anyio.to_thread.run_sync(registry.create, self.config.agent)
         meta = WebGameMeta(game_id, human, self.config.agent, request.strength)
         session = GameSession(config)
         self.store.create(session, token, meta)
-        live = LiveGame(self, session, meta, agent)
+        live = LiveGame(self, session, meta)
         self.live[game_id] = live
         await live.start()
         log.info("game %s: human %s vs %s", game_id, COLOR_NAMES[human], names[1 - human])
@@ -816,10 +840,7 @@ class GameHub:
             if meta is None:
                 raise GameNotFoundError(f"no web game {game_id!r}")
             session = self.store.games.load_session(game_id)
-            agent = None
-            if not session.is_over():
-                agent = await anyio.to_thread.run_sync(registry.create, meta.agent)
-            live = LiveGame(self, session, meta, agent)
+            live = LiveGame(self, session, meta)
             if not session.is_over():
                 self.live[game_id] = live
                 log.info("game %s resumed at ply %d", game_id, session.ply)
@@ -838,11 +859,16 @@ class GameHub:
             await live.unload()
             log.info("game %s unloaded (idle)", live.game_id)
 
+    async def start(self) -> None:
+        """Start the engine workers (each warms its engine before it serves)."""
+        await self.workers.start()
+
     async def close(self) -> None:
-        """Stop timers, close engines (their games stay running in the store) and the store."""
+        """Stop timers, the workers (their games stay running in the store) and the store."""
         for live in list(self.live.values()):
             await live.unload()
         self.live.clear()
+        await self.workers.close()
         self.store.close()
 
 

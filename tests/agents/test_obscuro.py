@@ -359,18 +359,23 @@ def test_obscuro_is_the_strongest_agent() -> None:
 
 
 @needs_sf
-def test_stockfish_processes_are_reused_across_searches() -> None:
+def test_stockfish_processes_are_reused_across_searches_and_games() -> None:
     """The search starts new expander threads every move; the slot pool keeps one engine per
-    expander slot plus one for the calling thread, for the whole game."""
-    agent = ObscuroAgent()
+    expander slot (the calling thread shares slot 0's: it never calls while an expander
+    runs), for the whole game and the next one: the same processes, given `ucinewgame`."""
+    agent = ObscuroAgent(clock=CPU)
     try:
-        s = play(agent, RandomAgent(seed=6), "mt=0.25", seed=41)
+        s = play(agent, RandomAgent(seed=6), "mt=0.25", seed=41, clock=CPU)
         check_clean(s, 0)
         assert len(own_plies(s, 0)) >= 3
         pool = agent._pool
         assert isinstance(pool, SlotPool)
-        assert pool.stats().engines == agent.config.expanders + 1
+        pids = sorted(e.pid or 0 for e in pool._engines)
+        assert pool.stats().engines == agent.config.expanders
         assert pool.stats().restarts == 0 and pool.stats().leaf_calls > 0
+        s = play(agent, RandomAgent(seed=7), "mt=0.25", seed=42, clock=CPU)
+        check_clean(s, 0)
+        assert agent._pool is pool and sorted(e.pid or 0 for e in pool._engines) == pids
     finally:
         agent.close()
     assert all(e.closed for e in pool._engines)

@@ -338,7 +338,7 @@ def test_an_engine_crash_loses_and_the_server_goes_on(tmp_path: Path) -> None:
 def test_engine_searches_are_capped_and_queued(tmp_path: Path, cap: int) -> None:
     CountingAgent.peak = 0
     CountingAgent.clocks = []
-    with _client(tmp_path / "g.sqlite", agent="test-counting", max_searches=cap) as c:
+    with _client(tmp_path / "g.sqlite", agent="test-counting", workers=f"threads:{cap}") as c:
         games = [new_game(c, "black", strength="mt=0.7") for _ in range(5)]
         for game in games:  # every engine (white) moved although five were asked at once
             with c.websocket_connect(ws_url(game)) as ws:
@@ -544,7 +544,7 @@ def test_idle_games_are_unloaded_and_resume(tmp_path: Path) -> None:
 
 def test_invalid_server_settings_are_refused(tmp_path: Path) -> None:
     db = str(tmp_path / "g.sqlite")
-    with pytest.raises(WebConfigError, match="max_searches=0"):
-        WebConfig(db=db, agent="random", max_searches=0)
+    with pytest.raises(WebConfigError, match="invalid workers 'threads:0'"):
+        WebConfig(db=db, agent="random", workers="threads:0")
     with pytest.raises(AgentSpecError, match="'bad agent'"):
         WebConfig(db=db, agent="bad agent")

@@ -86,7 +86,7 @@ def _live_frames(moves: list[str], human: int) -> list[dict]:
     )
     session = GameSession(config, now=now)
     meta = WebGameMeta("g-live", human, "random", TimeControl.parse("mt=1"))
-    live = LiveGame(None, session, meta, None)  # type: ignore[arg-type]
+    live = LiveGame(None, session, meta)  # type: ignore[arg-type]
     frames = [live.frame()]
     for uci in moves:
         now.t += 1.5

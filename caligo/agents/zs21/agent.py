@@ -38,6 +38,7 @@ import numpy as np
 
 from caligo.agents.base import AgentBase, Clock, Decision
 from caligo.agents.fow_search import FowBelief, FowEvaluator, FowSearchGame, compact_arena
+from caligo.agents.resources import EngineResources
 from caligo.agents.timing import (
     UNTIMED,
     MoveTimer,
@@ -119,7 +120,8 @@ class ZS21Agent(AgentBase):
     def __init__(self, config: ZS21Config | None = None,
                  evaluator: EvaluatorChoice = EvaluatorChoice.AUTO,
                  belief: BeliefConfig | None = None, *,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+                 clock: Callable[[], float] = time.perf_counter,
+                 resources: EngineResources | None = None) -> None:
         super().__init__()
         self.config = config if config is not None else ZS21Config()
         if not isinstance(evaluator, EvaluatorChoice):
@@ -137,10 +139,12 @@ class ZS21Agent(AgentBase):
                                                               untimed_ms=1000.0 * untimed)
         self.timer = MoveTimer(policy, own_budget(self.config.budget), now=clock)
         self.last_info: dict[str, Any] = {}
+        self.resources = resources
         warm_up()  # once per process
 
     @classmethod
-    def from_options(cls, options: Mapping[str, str]) -> ZS21Agent:
+    def from_options(cls, options: Mapping[str, str],
+                     resources: EngineResources | None = None) -> ZS21Agent:
         """Build from registry options (module docstring); ValueError names a bad one."""
         known = {"budget", "evaluator", "seed", "particles", "penalty", "max_nodes",
                  "max_positions"}
@@ -168,7 +172,7 @@ class ZS21Agent(AgentBase):
                 changes["penalty"] = Penalty(options["penalty"])
             belief = BeliefConfig(max_positions=int(options.get("max_positions", "2000000")))
             evaluator = EvaluatorChoice(options.get("evaluator", "auto"))
-            return cls(replace(cfg, **changes), evaluator, belief)
+            return cls(replace(cfg, **changes), evaluator, belief, resources=resources)
         except (TimeControlError, ZS21ConfigError) as exc:
             raise ValueError(str(exc)) from None
         except ValueError as exc:
@@ -188,7 +192,10 @@ class ZS21Agent(AgentBase):
 
                 try:
                     find_stockfish()
-                    self.leaf = StockfishPool()
+                    self.leaf = (StockfishPool() if self.resources is None else
+                                 self.resources.get(("zs21",), StockfishPool))
+                    if self.resources is not None:
+                        self.leaf.new_game()
                 except StockfishNotFoundError:
                     if choice is EvaluatorChoice.STOCKFISH:
                         raise
@@ -302,8 +309,9 @@ class ZS21Agent(AgentBase):
         return Decision(move, policy=policy, value=value, info=info)
 
     def close(self) -> None:
-        """Stop the Stockfish processes, if any."""
+        """Stop the Stockfish processes, if any (a worker's shared pool stays)."""
         if self.leaf is not None:
-            self.leaf.close()
+            if self.resources is None:
+                self.leaf.close()
             self.leaf = None
         self.search = None
