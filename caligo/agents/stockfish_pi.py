@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from caligo.agents.base import AgentBase, Clock, Decision
+from caligo.agents.belief_map import BELIEF_MAP, BELIEF_MAP_PREV, belief_map
 from caligo.agents.timing import STOCKFISH_PI, MovePlan, MoveTimer, TimeControl
 from caligo.errors import CaligoError
 from caligo.fow.belief import BeliefSet
@@ -88,6 +89,7 @@ class StockfishPIAgent(AgentBase):
         self._belief: BeliefSet | None = None
         self._queued: Observation | None = None
         self._cut = 0
+        self._prev_map: dict[str, Any] | None = None
         self.timer = MoveTimer(STOCKFISH_PI, now=clock)
         self._rng = np.random.default_rng(0)
         self._draw = random.Random(0)
@@ -118,6 +120,7 @@ class StockfishPIAgent(AgentBase):
         self.timer.new_game(time_control)
         self._belief = BeliefSet.initial(color, start_fen)
         self._queued = None
+        self._prev_map = None
         mixed = np.random.SeedSequence([self.base_seed & 0xFFFFFFFF, seed & 0xFFFFFFFF, color])
         self._rng = np.random.default_rng(mixed)
         self._draw = random.Random(int(mixed.generate_state(1)[0]))
@@ -145,6 +148,7 @@ class StockfishPIAgent(AgentBase):
                 bel = bel.truncate()
                 self._cut += 1
         self._belief = bel.update_own_move(own_move, observation)
+        self._prev_map = belief_map(self._belief)  # off the clock, reported with the next move
 
     def act(self, legal: Sequence[int], clock: Clock) -> Decision:
         """Stockfish's move in a position drawn from P (module docstring)."""
@@ -157,9 +161,15 @@ class StockfishPIAgent(AgentBase):
                 self._queued, plan.belief_deadline, spread=plan.iterations is None)
             self._queued = None
         decision = self._decide(legal, plan)
-        total_ms = self.timer.finish(plan)
         info = dict(decision.info)
-        info["time_ms"] = {"total": round(total_ms, 1)}
+        t_map = time.perf_counter()
+        info[BELIEF_MAP] = belief_map(self._belief)  # `caligo.agents.belief_map`
+        if self._prev_map is not None:
+            info[BELIEF_MAP_PREV] = self._prev_map
+            self._prev_map = None
+        map_ms = 1000.0 * (time.perf_counter() - t_map)
+        total_ms = self.timer.finish(plan)
+        info["time_ms"] = {"belief_map": round(map_ms, 2), "total": round(total_ms, 1)}
         info["plan"] = plan.to_info()
         if self._cut:
             info["belief_cut"] = self._cut

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from caligo.agents.base import AgentBase, Clock, Decision
+from caligo.agents.belief_map import BELIEF_MAP, BELIEF_MAP_PREV, belief_map
 from caligo.agents.fow_search import FowBelief, FowEvaluator, FowSearchGame, compact_arena
 from caligo.agents.timing import (
     UNTIMED,
@@ -137,6 +138,7 @@ class ZS21Agent(AgentBase):
                                                               untimed_ms=1000.0 * untimed)
         self.timer = MoveTimer(policy, own_budget(self.config.budget), now=clock)
         self.last_info: dict[str, Any] = {}
+        self._prev_map: dict[str, Any] | None = None
         warm_up()  # once per process
 
     @classmethod
@@ -219,6 +221,7 @@ class ZS21Agent(AgentBase):
         obs = int(game.describe(np.array([game.start_state()])).obs[0, self.color])
         self.key = start_key(obs, KeyMode.INCREMENTAL)
         self.ply = 0
+        self._prev_map = None
 
     def observe(self, observation: Observation, own_move: int | None) -> None:
         """Update our observation-sequence key; the opponent's ply starts our move (its P
@@ -236,6 +239,8 @@ class ZS21Agent(AgentBase):
                                            now=self.timer.now)
             self.belief.finish(deadline)
         self.belief.update(observation, own_move)
+        if own_move is not None:  # off the clock: the belief the next analysis reports as "prev"
+            self._prev_map = belief_map(self.belief.set)
         act = -1 if own_move is None else int(own_move)
         self.key = int(mix_key(np.uint64(self.key), np.int64(act),
                                np.uint64(observation_key(observation))))
@@ -273,6 +278,12 @@ class ZS21Agent(AgentBase):
             value = float(min(max(value, -1.0), 1.0))
         if game.size > 4 * search.arena.n_nodes + 200_000:
             compact_arena(game, search.arena)  # the store only needs the trunk's positions
+        t_map = time.perf_counter()
+        pictures = {BELIEF_MAP: belief_map(belief.set)}  # `caligo.agents.belief_map`
+        if self._prev_map is not None:
+            pictures[BELIEF_MAP_PREV] = self._prev_map
+            self._prev_map = None
+        map_ms = 1000.0 * (time.perf_counter() - t_map)
         total_ms = self.timer.finish(plan)
         info = {
             "belief_size": belief.size(), "belief_exact": belief.exact,
@@ -292,9 +303,11 @@ class ZS21Agent(AgentBase):
                 "belief": round(belief_ms, 1),
                 "construct": round(1000 * res.construct_seconds, 1),
                 "search": round(1000 * (res.lp_seconds + res.expand_seconds), 1),
+                "belief_map": round(map_ms, 2),
                 "total": round(total_ms, 1),
             },
             "plan": plan.to_info(),
+            **pictures,
         }
         if belief.cut:
             info["belief_cut"] = belief.cut
