@@ -16,7 +16,6 @@ every move), then the review. Expected values and their sources:
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 from typing import Any
@@ -27,9 +26,10 @@ import pytest
 from caligo.fow.notation import read_pgn
 from caligo.fow.position import move_to_uci
 from tests.web.conftest import Server
-from tests.web.helpers import replay_pgn
+from tests.web.helpers import holds_picture, replay_pgn
 from tests.web.test_browser import (
     Player,
+    check_nothing_before_end,
     check_reveal_after_end,
     check_sent,
     check_wire,
@@ -42,7 +42,6 @@ from tests.web.test_page import check_coordinates, fits, open_page
 pytestmark = pytest.mark.browser
 
 ENGINE = "obscuro:budget=iters=20,eval=simple"
-PICTURE_WORDS = ("belief", "counts", "size_kind", "sample")
 KINDS = "pnbrqk"
 
 
@@ -90,17 +89,14 @@ def test_the_review_shows_the_engine_belief(
         gid = page.evaluate("live.id")
         player = Player(page, "white", random.Random(3 if size == "desktop" else 4), drag=False)
         state = player.play(until_ply=4)
-        refused = page.request.get(f"{server.url}api/games/{gid}")
-        assert refused.status == 409  # nothing is revealed while the game runs
-        assert not any(word in refused.text() for word in PICTURE_WORDS)
+        for path in ("", "/pgn", "/transcript/black"):  # nothing is revealed while it runs
+            refused = page.request.get(f"{server.url}api/games/{gid}{path}")
+            assert refused.status == 409 and not holds_picture(refused.text()), path
         state = player.play()
         assert state["status"] == "over"
         page.wait_for_selector("#stepper:not([hidden])")
-        # nothing of the pictures reached the page before the end
-        for text in frames:
-            if json.loads(text).get("status") == "over":
-                break
-            assert not any(word in text for word in PICTURE_WORDS), text[:200]
+        # nothing of the pictures reached the page before the end, over the socket or HTTP
+        assert check_nothing_before_end(events, gid) >= 2
         assert check_reveal_after_end(events, gid) >= 1
         pgn = page.request.get(f"{server.url}api/games/{gid}/pgn").text()
         positions = replay_pgn(pgn)

@@ -30,6 +30,7 @@ import pytest
 from tests.web.conftest import Server
 from tests.web.test_browser import (
     Player,
+    check_nothing_before_end,
     check_reveal_after_end,
     check_sent,
     record_events,
@@ -154,6 +155,7 @@ def test_pages_fit_and_both_clocks_stay_in_view(
         assert page.evaluate("live.cursor") == state["ply"] - 1
         fits(page, "end, stepping")
         assert check_reveal_after_end(events, gid) >= 1
+        assert check_nothing_before_end(events, gid) >= state["ply"] // 2  # no belief picture
         assert check_sent(events) == state["ply"] // 2
 
         page.click("#after-review")
