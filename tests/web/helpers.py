@@ -63,10 +63,11 @@ def truth_pictures(session: Any, mover: int) -> dict[str, Any]:
     return {BELIEF_MAP: picture, BELIEF_MAP_PREV: picture}
 
 
-def holds_picture(text: str) -> bool:
-    """True if `text` (a frame or an HTTP body) holds a key of a belief picture, or the word
-    "belief" at all (no frame or answer of a running game talks about the engine's belief)."""
-    return "belief" in text or any(f'"{key}"' in text for key in PICTURE_KEYS)
+def holds_picture(text: str, frame: bool = True) -> bool:
+    """True if `text` holds a JSON key of a belief picture; for a `frame`, also the word
+    "belief" at all (no frame of a running game talks about the engine's belief; an HTTP
+    answer such as /api/info may describe the engine in those words)."""
+    return (frame and "belief" in text) or any(f'"{key}"' in text for key in PICTURE_KEYS)
 
 
 def random_game(seed: int, max_plies: int = 160) -> list[str]:

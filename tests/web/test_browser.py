@@ -135,7 +135,8 @@ def record_frames(page: Any) -> list[str]:
 
 def record_events(page: Any) -> list[tuple[str, Any]]:
     """Everything the page exchanges, in order: ("recv", frame), ("sent", frame), ("get", url),
-    ("resp", Playwright Response) for the answers of the API."""
+    ("resp", (url, method, status, body)) for the answers of the API (the body read at once:
+    Chromium forgets it when the page navigates)."""
     events: list[tuple[str, Any]] = []
 
     def on_socket(ws: Any) -> None:
@@ -144,7 +145,8 @@ def record_events(page: Any) -> list[tuple[str, Any]]:
 
     def on_response(response: Any) -> None:
         if "/api/" in response.url:
-            events.append(("resp", response))
+            body = response.body().decode("utf-8", "replace")
+            events.append(("resp", (response.url, response.request.method, response.status, body)))
 
     page.on("websocket", on_socket)
     page.on("request", lambda request: events.append(("get", request.url)))
@@ -164,10 +166,10 @@ def check_nothing_before_end(events: list[tuple[str, Any]], gid: str) -> int:
             assert not holds_picture(payload), payload[:200]
             checked += 1
         elif kind == "resp":
-            body = payload.body().decode("utf-8", "replace")
-            assert not holds_picture(body), (payload.url, body[:200])
-            if f"/api/games/{gid}" in payload.url and payload.request.method == "GET":
-                assert payload.status == 409, payload.url
+            url, method, status, body = payload
+            assert not holds_picture(body, frame=False), (url, body[:200])
+            if f"/api/games/{gid}" in url and method == "GET":
+                assert status == 409, url
             checked += 1
     raise AssertionError("no frame ended the game")
 
