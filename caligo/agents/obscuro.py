@@ -547,6 +547,8 @@ class ObscuroAgent(AgentBase):
         self._ponder_ms = 0.0
         self._ponder_done = True
         self._prev_map: dict[str, Any] | None = None
+        self._picture: dict[str, Any] | None = None
+        self._map_ms = 0.0
 
     def _capacity(self, tc: TimeControl) -> int:
         """Arena rows for this game's budget, at most `max_nodes`: an iteration count needs
@@ -677,6 +679,10 @@ class ObscuroAgent(AgentBase):
         self._belief_ms = 1000.0 * (t_belief - t0)
         if self._lost:
             return self._finish(plan, self._without_belief(legal))
+        # the belief's picture for the review, before the search: its cost (about 1 ms at
+        # |P| = 10^6) comes out of the search's time, never past the move's deadline
+        self._picture = belief_map(self._belief.set)
+        self._map_ms = 1000.0 * (time.perf_counter() - t_belief)
         sa = self._search
         warm_ms = 0.0
         try:
@@ -700,20 +706,19 @@ class ObscuroAgent(AgentBase):
         return self._finish(plan, Decision(int(move), policy=policy, value=value, info=info))
 
     def _finish(self, plan: MovePlan, decision: Decision) -> Decision:
-        """End the move: the belief's picture (`caligo.agents.belief_map`), learn from the
-        move's time, and add the time split to the analysis."""
+        """End the move: learn from its time, and add the time split and the belief's
+        pictures (`caligo.agents.belief_map`) to the analysis."""
         info = dict(decision.info)
-        t_map = time.perf_counter()
-        if self._belief is not None and not self._lost:
-            info[BELIEF_MAP] = belief_map(self._belief.set)
+        if self._picture is not None:
+            info[BELIEF_MAP] = self._picture
         if self._prev_map is not None:
             info[BELIEF_MAP_PREV] = self._prev_map
-            self._prev_map = None
-        map_ms = 1000.0 * (time.perf_counter() - t_map)
+        self._picture = self._prev_map = None
         total_ms = self.timer.finish(plan)
         split = dict(info.get("time_ms", {}))
         split["belief"] = round(self._belief_ms, 1)
-        split["belief_map"] = round(map_ms, 2)
+        split["belief_map"] = round(self._map_ms, 2)
+        self._map_ms = 0.0
         split["total"] = round(total_ms, 1)
         if self._ponder_ms:
             split["after_move"] = round(self._ponder_ms, 1)  # on the opponent's time

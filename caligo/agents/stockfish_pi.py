@@ -160,14 +160,16 @@ class StockfishPIAgent(AgentBase):
             self._belief = self._belief.update_opponent_move(
                 self._queued, plan.belief_deadline, spread=plan.iterations is None)
             self._queued = None
-        decision = self._decide(legal, plan)
-        info = dict(decision.info)
+        # the belief's picture for the review (`caligo.agents.belief_map`), before the search:
+        # its cost comes out of Stockfish's time, never past the move's deadline
         t_map = time.perf_counter()
-        info[BELIEF_MAP] = belief_map(self._belief)  # `caligo.agents.belief_map`
+        pictures = {BELIEF_MAP: belief_map(self._belief)}
         if self._prev_map is not None:
-            info[BELIEF_MAP_PREV] = self._prev_map
+            pictures[BELIEF_MAP_PREV] = self._prev_map
             self._prev_map = None
         map_ms = 1000.0 * (time.perf_counter() - t_map)
+        decision = self._decide(legal, plan)
+        info = {**decision.info, **pictures}
         total_ms = self.timer.finish(plan)
         info["time_ms"] = {"belief_map": round(map_ms, 2), "total": round(total_ms, 1)}
         info["plan"] = plan.to_info()

@@ -254,6 +254,14 @@ class ZS21Agent(AgentBase):
         t0 = time.perf_counter()
         belief.settle(plan.belief_deadline, spread=plan.iterations is None)
         belief_ms = 1000.0 * (time.perf_counter() - t0)
+        # the belief's picture for the review (`caligo.agents.belief_map`), before the search:
+        # its cost comes out of the search's time, never past the move's deadline
+        t_map = time.perf_counter()
+        pictures = {BELIEF_MAP: belief_map(belief.set)}
+        if self._prev_map is not None:
+            pictures[BELIEF_MAP_PREV] = self._prev_map
+            self._prev_map = None
+        map_ms = 1000.0 * (time.perf_counter() - t_map)
         if plan.iterations is not None:
             budget = ZS21Budget(seconds=None, expansions=plan.iterations)
         else:
@@ -278,12 +286,6 @@ class ZS21Agent(AgentBase):
             value = float(min(max(value, -1.0), 1.0))
         if game.size > 4 * search.arena.n_nodes + 200_000:
             compact_arena(game, search.arena)  # the store only needs the trunk's positions
-        t_map = time.perf_counter()
-        pictures = {BELIEF_MAP: belief_map(belief.set)}  # `caligo.agents.belief_map`
-        if self._prev_map is not None:
-            pictures[BELIEF_MAP_PREV] = self._prev_map
-            self._prev_map = None
-        map_ms = 1000.0 * (time.perf_counter() - t_map)
         total_ms = self.timer.finish(plan)
         info = {
             "belief_size": belief.size(), "belief_exact": belief.exact,
