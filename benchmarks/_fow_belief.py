@@ -13,6 +13,9 @@ positions. At ply 25 black's P has more than 10^6 consistent positions, so the c
   sample of its parents. Building an OpenSpiel state from each parent's FEN is left out of the
   timing (it would only make OpenSpiel slower).
 - bytes_per_position: bytes of the stored rows over their number, at 10^6 positions.
+- belief_picture_ms: the engines' picture of P for the review (`caligo.agents.belief_map`:
+  `piece_shares` of a uniform sample of 4,096 positions, JSON-ready), at 10^6 positions;
+  median of 51 runs, each with a fresh sample.
 """
 
 from __future__ import annotations
@@ -60,6 +63,24 @@ def _scenario() -> tuple[list[tuple[int, float, int, int]], BeliefSet, tuple[Bel
                 biggest = (belief.last.tested, before, pos.copy())
     assert biggest is not None
     return rows, belief, (biggest[1], to_fen(biggest[2]))
+
+
+def picture_ms(belief: BeliefSet, runs: int = 51) -> tuple[float, float]:
+    """Median milliseconds of `piece_shares` alone and of the whole `belief_map` picture of
+    `belief` (a fresh sample each run)."""
+    from caligo.agents.belief_map import belief_map
+    from caligo.fow.belief import piece_shares
+
+    shares: list[float] = []
+    whole: list[float] = []
+    for run in range(runs):
+        t = time.perf_counter()
+        piece_shares(belief, rng=np.random.default_rng(run))
+        shares.append(1000.0 * (time.perf_counter() - t))
+        t = time.perf_counter()
+        belief_map(belief, np.random.default_rng(run))
+        whole.append(1000.0 * (time.perf_counter() - t))
+    return float(np.median(shares)), float(np.median(whole))
 
 
 def _ours_rate(parents: BeliefSet, true_fen: str) -> float:
@@ -118,6 +139,7 @@ def measure(short: bool) -> dict[str, float]:
         ours = max(ours, _ours_rate(parents, true_fen))
         theirs = max(theirs, _openspiel_rate(states, true_fen))
     bytes_per_position = final.nbytes / len(final)
+    shares_ms, picture = picture_ms(final)
 
     print("FoW belief set P (black's side of a random game, seed 10, cap 10^6)")
     print(f"{'ply':>4} {'seconds':>9} {'children tested':>16} {'|P|':>9}")
@@ -130,12 +152,15 @@ def measure(short: bool) -> dict[str, float]:
         f"  largest opponent ply   {ours:>14,.0f} /s ours, {theirs:,.0f} /s OpenSpiel\n"
         f"  belief_vs_openspiel    {ours / theirs:>14.1f}   (target >= 20)\n"
         f"  bytes_per_position     {bytes_per_position:>14.1f}   at {len(final):,} positions"
-        f" ({final.size_seen:,} consistent; exact={final.exact}) (target <= 128)"
+        f" ({final.size_seen:,} consistent; exact={final.exact}) (target <= 128)\n"
+        f"  belief_picture_ms      {picture:>14.2f}   at {len(final):,} positions, sample 4,096"
+        f" (piece_shares alone {shares_ms:.2f} ms)"
     )
     return {
         "belief_children_per_s": float(children_per_s),
         "belief_vs_openspiel": float(ours / theirs),
         "bytes_per_position": float(bytes_per_position),
+        "belief_picture_ms": picture,
     }
 
 

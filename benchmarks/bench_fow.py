@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         "belief_children_per_s",
         "belief_vs_openspiel",
         "bytes_per_position",
+        "belief_picture_ms",
     )
     print("fow " + " ".join(f"{k}={results[k]:.6g}" for k in keys))
     return 0

@@ -58,6 +58,7 @@ from typing import Any
 import numpy as np
 
 from caligo.agents.base import AgentBase, Clock, Decision
+from caligo.agents.belief_map import BELIEF_MAP, BELIEF_MAP_PREV, belief_map
 from caligo.agents.fow_search import FowBelief, FowEvaluator, FowSearchGame, compact_arena
 from caligo.agents.resources import EngineResources
 from caligo.agents.timing import (
@@ -563,6 +564,9 @@ class ObscuroAgent(AgentBase):
         self._belief_ms = 0.0
         self._ponder_ms = 0.0
         self._ponder_done = True
+        self._prev_map: dict[str, Any] | None = None
+        self._picture: dict[str, Any] | None = None
+        self._map_ms = 0.0
 
     def _capacity(self, tc: TimeControl) -> int:
         """Arena rows for this game's budget, at most `max_nodes`: an iteration count needs
@@ -598,6 +602,8 @@ class ObscuroAgent(AgentBase):
             if not self._lost:  # once P is gone (below) only the key follows the game
                 self._repair_belief(exc)
         self._note_checkpoint()
+        if not self._lost:  # off the clock: the belief the next analysis reports as "prev"
+            self._prev_map = belief_map(self._belief.set)
         eng = self._search.engine
         if eng is not None:  # off the clock: drop store rows the tree no longer holds
             compact_arena(self._game, eng.arena)
@@ -691,6 +697,10 @@ class ObscuroAgent(AgentBase):
         self._belief_ms = 1000.0 * (t_belief - t0)
         if self._lost:
             return self._finish(plan, self._without_belief(legal))
+        # the belief's picture for the review, before the search: its cost (about 1 ms at
+        # |P| = 10^6) comes out of the search's time, never past the move's deadline
+        self._picture = belief_map(self._belief.set)
+        self._map_ms = 1000.0 * (time.perf_counter() - t_belief)
         sa = self._search
         warm_ms = 0.0
         try:
@@ -714,11 +724,19 @@ class ObscuroAgent(AgentBase):
         return self._finish(plan, Decision(int(move), policy=policy, value=value, info=info))
 
     def _finish(self, plan: MovePlan, decision: Decision) -> Decision:
-        """End the move: learn from its time, and add the time split to the analysis."""
-        total_ms = self.timer.finish(plan)
+        """End the move: learn from its time, and add the time split and the belief's
+        pictures (`caligo.agents.belief_map`) to the analysis."""
         info = dict(decision.info)
+        if self._picture is not None:
+            info[BELIEF_MAP] = self._picture
+        if self._prev_map is not None:
+            info[BELIEF_MAP_PREV] = self._prev_map
+        self._picture = self._prev_map = None
+        total_ms = self.timer.finish(plan)
         split = dict(info.get("time_ms", {}))
         split["belief"] = round(self._belief_ms, 1)
+        split["belief_map"] = round(self._map_ms, 2)
+        self._map_ms = 0.0
         split["total"] = round(total_ms, 1)
         if self._ponder_ms:
             split["after_move"] = round(self._ponder_ms, 1)  # on the opponent's time

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from caligo.agents.base import AgentBase, Clock, Decision
+from caligo.agents.belief_map import BELIEF_MAP, BELIEF_MAP_PREV, belief_map
 from caligo.agents.resources import EngineResources
 from caligo.agents.timing import STOCKFISH_PI, MovePlan, MoveTimer, TimeControl
 from caligo.errors import CaligoError
@@ -90,6 +91,7 @@ class StockfishPIAgent(AgentBase):
         self._belief: BeliefSet | None = None
         self._queued: Observation | None = None
         self._cut = 0
+        self._prev_map: dict[str, Any] | None = None
         self.timer = MoveTimer(STOCKFISH_PI, now=clock)
         self.resources = resources
         self._rng = np.random.default_rng(0)
@@ -122,6 +124,7 @@ class StockfishPIAgent(AgentBase):
         self.timer.new_game(time_control)
         self._belief = BeliefSet.initial(color, start_fen)
         self._queued = None
+        self._prev_map = None
         mixed = np.random.SeedSequence([self.base_seed & 0xFFFFFFFF, seed & 0xFFFFFFFF, color])
         self._rng = np.random.default_rng(mixed)
         self._draw = random.Random(int(mixed.generate_state(1)[0]))
@@ -153,6 +156,7 @@ class StockfishPIAgent(AgentBase):
                 bel = bel.truncate()
                 self._cut += 1
         self._belief = bel.update_own_move(own_move, observation)
+        self._prev_map = belief_map(self._belief)  # off the clock, reported with the next move
 
     def act(self, legal: Sequence[int], clock: Clock) -> Decision:
         """Stockfish's move in a position drawn from P (module docstring)."""
@@ -164,10 +168,18 @@ class StockfishPIAgent(AgentBase):
             self._belief = self._belief.update_opponent_move(
                 self._queued, plan.belief_deadline, spread=plan.iterations is None)
             self._queued = None
+        # the belief's picture for the review (`caligo.agents.belief_map`), before the search:
+        # its cost comes out of Stockfish's time, never past the move's deadline
+        t_map = time.perf_counter()
+        pictures = {BELIEF_MAP: belief_map(self._belief)}
+        if self._prev_map is not None:
+            pictures[BELIEF_MAP_PREV] = self._prev_map
+            self._prev_map = None
+        map_ms = 1000.0 * (time.perf_counter() - t_map)
         decision = self._decide(legal, plan)
+        info = {**decision.info, **pictures}
         total_ms = self.timer.finish(plan)
-        info = dict(decision.info)
-        info["time_ms"] = {"total": round(total_ms, 1)}
+        info["time_ms"] = {"belief_map": round(map_ms, 2), "total": round(total_ms, 1)}
         info["plan"] = plan.to_info()
         if self._cut:
             info["belief_cut"] = self._cut

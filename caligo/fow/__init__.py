@@ -55,6 +55,8 @@ _EXPORTS: dict[str, str] = {
     "BeliefConfig": "caligo.fow.belief",
     "BeliefError": "caligo.fow.belief",
     "BeliefSet": "caligo.fow.belief",
+    "PieceShares": "caligo.fow.belief",
+    "piece_shares": "caligo.fow.belief",
     "SizeKind": "caligo.fow.belief",
     "UpdateStats": "caligo.fow.belief",
     "Game": "caligo.fow.game",
@@ -100,6 +102,7 @@ __all__ = [
     "PgnError",
     "PgnGame",
     "Piece",
+    "PieceShares",
     "PieceType",
     "PlayerView",
     "Position",
@@ -118,6 +121,7 @@ __all__ = [
     "parse_square",
     "perft",
     "perft_legal",
+    "piece_shares",
     "player_view",
     "read_pgn",
     "read_pgns",
@@ -144,7 +148,15 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what type checkers and editors see; nothing is imported at run time
-    from caligo.fow.belief import BeliefConfig, BeliefError, BeliefSet, SizeKind, UpdateStats
+    from caligo.fow.belief import (
+        BeliefConfig,
+        BeliefError,
+        BeliefSet,
+        PieceShares,
+        SizeKind,
+        UpdateStats,
+        piece_shares,
+    )
     from caligo.fow.game import Game
     from caligo.fow.movegen import MAX_MOVES, divide, perft, perft_legal
     from caligo.fow.notation import PgnGame, iter_pgn_games, read_pgn, read_pgns, write_pgn

@@ -8,13 +8,24 @@ square hints), the clocks, the mover's think time and the engine's diagnostics (
 info, with the policy's moves in SAN). This is Mistboard's rule: "public only after terminal
 state". `standard` says how many plies a standard chess program reads (`caligo.play.pgn.
 standard_cut`), so the page can say where the PGN stops for them.
+
+The engine's belief (`caligo.agents.belief_map`): each position of the game (the start and the
+position after every ply) carries `beliefs`, by the believer's colour, the picture of the
+engine's set P about that position: the `belief_map` of the engine's next decision there when it
+was to move, or the `belief_map_prev` of its following decision when the opponent was (P after
+the engine's own move, while the opponent thought). A picture is placed by its own `ply` and
+shown only if `read_belief_map` accepts it and it is about the other side's pieces; the raw
+pictures are taken out of the analysis' `info`.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
 from typing import Any
 
 from caligo.agents.base import COLOR_NAMES
+from caligo.agents.belief_map import BELIEF_MAP, BELIEF_MAP_PREV, BeliefMapError, read_belief_map
 from caligo.fow.game import Game
 from caligo.fow.notation import move_to_san
 from caligo.fow.observation import Observation, observe, parse_dark_fen
@@ -28,6 +39,10 @@ from caligo.web.errors import GameNotFoundError, GameRunningError
 
 POLICY_TOP = 8
 """Moves of an engine policy shown per ply (highest probability first)."""
+PICTURES = (BELIEF_MAP, BELIEF_MAP_PREV)
+"""The analysis keys that hold belief pictures (shown per position, not in `info`)."""
+
+log = logging.getLogger(__name__)
 
 
 def finished_row(store: GameStore, game_id: str) -> GameRow:
@@ -54,8 +69,32 @@ def _diagnostics(info: dict[str, Any], sans: dict[str, str]) -> dict[str, Any] |
     if "value" in info:
         out["value"] = info["value"]
     if isinstance(info.get("info"), dict):
-        out["info"] = info["info"]
+        out["info"] = {k: v for k, v in info["info"].items() if k not in PICTURES}
     return out or None
+
+
+def _beliefs(plies: Sequence[Any], movers: Sequence[int]) -> list[dict[str, Any]]:
+    """Per position (index = plies played), the belief pictures about it by believer colour
+    (module docstring); `movers[i]` is the colour that made ply i + 1."""
+    out: list[dict[str, Any]] = [{} for _ in range(len(plies) + 1)]
+    for i, (p, mover) in enumerate(zip(plies, movers, strict=True)):
+        info = (p.engine_info or {}).get("info")
+        if not isinstance(info, dict):
+            continue
+        for key, at in ((BELIEF_MAP, i), (BELIEF_MAP_PREV, i - 1)):
+            if key not in info:
+                continue
+            try:
+                picture = read_belief_map(info[key])
+            except BeliefMapError as exc:
+                log.info("game ply %d: %s dropped: %s", p.ply, key, exc)
+                continue
+            if picture["ply"] != at or picture["color"] != COLOR_NAMES[1 - mover]:
+                log.info("game ply %d: %s about ply %d of %s's pieces dropped", p.ply, key,
+                         picture["ply"], picture["color"])
+                continue
+            out[at][COLOR_NAMES[mover]] = picture
+    return out
 
 
 class _SideViews:
@@ -92,8 +131,10 @@ def reveal_payload(store: GameStore, game_id: str, human: int | None = None) -> 
     )
     game = Game(row.start_fen)
     out_plies = []
+    movers = []
     for p in plies:
         mover = game.turn
+        movers.append(mover)
         sans: dict[str, str] = {}
         if p.engine_info:
             pos = game.position
@@ -114,6 +155,9 @@ def reveal_payload(store: GameStore, game_id: str, human: int | None = None) -> 
                 "engine": _diagnostics(p.engine_info, sans),
             }
         )
+    beliefs = _beliefs(plies, movers)
+    for entry, about in zip(out_plies, beliefs[1:], strict=True):
+        entry["beliefs"] = about
     return {
         **game_summary(row),
         "detail": row.detail,
@@ -123,6 +167,7 @@ def reveal_payload(store: GameStore, game_id: str, human: int | None = None) -> 
             "fen": row.start_fen,
             "white": _board(view_data(sides[WHITE].initial)),
             "black": _board(view_data(sides[BLACK].initial)),
+            "beliefs": beliefs[0],
         },
         "plies": out_plies,
         "standard": _standard(row.start_fen, [p.move_uci for p in plies]),
@@ -161,6 +206,7 @@ def game_summary(row: GameRow) -> dict[str, Any]:
 
 
 __all__ = [
+    "PICTURES",
     "POLICY_TOP",
     "finished_row",
     "game_summary",

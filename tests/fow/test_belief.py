@@ -30,6 +30,7 @@ from caligo.fow.belief import (
     SizeKind,
     _expand_kernel,
     pack_positions,
+    piece_shares,
 )
 from caligo.fow.movegen import legal_moves
 from caligo.fow.observation import (
@@ -587,3 +588,87 @@ def test_own_captures_on_home_squares_merge_like_brute_force() -> None:
             _play(pos, rng.choice(moves))
     assert merged > 20
     assert {"king", "h1r", "a8q"} <= kinds, kinds
+
+
+# --- where P puts the opponent's pieces (`piece_shares`) --------------------------------------
+
+
+def _chess_counts(fens: list[str], them: chess.Color) -> np.ndarray:
+    """Per kind (pawn .. king) and square (a1 = 0), the FENs with a piece of `them` there:
+    python-chess's `Board.piece_at` on every square of every position."""
+    out = np.zeros((6, 64), dtype=np.int64)
+    for fen in fens:
+        board = chess.Board(fen)
+        for sq in chess.SQUARES:
+            piece = board.piece_at(sq)
+            if piece is not None and piece.color == them:
+                out[piece.piece_type - 1, sq] += 1
+    return out
+
+
+def _random_belief(player: int, plies: int, seed: int) -> tuple[BeliefSet, np.ndarray]:
+    """`player`'s exact P after `plies` random FoW plies from the start, and the true position."""
+    rng = random.Random(seed)
+    pos = from_fen(STARTING_FEN)
+    belief = BeliefSet.initial(player)
+    for _ in range(plies):
+        move = rng.choice(legal_moves(pos))
+        mover = int(pos[12])
+        _play(pos, move)
+        obs = observe(pos, player)
+        belief = (belief.update_own_move(move, obs) if mover == player
+                  else belief.update_opponent_move(obs))
+    return belief, pos
+
+
+@pytest.mark.parametrize(("player", "plies", "seed"), [(WHITE, 6, 3), (BLACK, 5, 2)])
+def test_piece_shares_of_a_small_p_count_every_position(player: int, plies: int,
+                                                        seed: int) -> None:
+    """|P| <= the sample size: every position is counted, exactly as python-chess reads them;
+    the true position is in P, so each of its opponent pieces has a count on its square."""
+    belief, truth = _random_belief(player, plies, seed)
+    assert belief.exact and 500 < len(belief) <= 4096
+    shares = piece_shares(belief)  # default sample 4096 >= |P|
+    them = chess.BLACK if player == WHITE else chess.WHITE
+    assert shares.sample == shares.size == len(belief) and shares.exact
+    assert shares.color == (BLACK if player == WHITE else WHITE)
+    assert np.array_equal(shares.counts, _chess_counts(belief.fens(), them))
+    assert np.allclose(shares.shares, shares.counts / len(belief))
+    board = chess.Board(to_fen(truth))
+    for sq, piece in board.piece_map().items():
+        if piece.color == them:
+            assert shares.counts[piece.piece_type - 1, sq] > 0, chess.square_name(sq)
+    # one piece per square: the kinds' counts add up to at most |P| on every square
+    assert shares.counts.sum(axis=0).max() <= len(belief)
+
+
+@pytest.mark.parametrize(("player", "plies", "seed"), [(WHITE, 6, 2), (BLACK, 7, 0)])
+def test_piece_shares_of_a_sample_are_the_sampled_positions_counts(player: int, plies: int,
+                                                                   seed: int) -> None:
+    """|P| > the sample size: the counts are python-chess's over the positions `sample` draws
+    with the same generator, and the shares lie within 6 standard errors of P's exact ones."""
+    belief, _ = _random_belief(player, plies, seed)
+    k = len(belief) // 3
+    assert belief.exact and k >= 400
+    shares = piece_shares(belief, k, np.random.default_rng(42))
+    assert shares.sample == k and shares.size == len(belief) and not shares.exact
+    drawn = [p.fen() for p in belief.sample(k, np.random.default_rng(42))]
+    them = chess.BLACK if player == WHITE else chess.WHITE
+    assert np.array_equal(shares.counts, _chess_counts(drawn, them))
+    exact = _chess_counts(belief.fens(), them) / len(belief)
+    # drawn without replacement: the standard error is at most the binomial one
+    sigma = np.sqrt(exact * (1 - exact) / k) + 1e-12
+    assert np.all(np.abs(shares.shares - exact) <= 6 * sigma)
+    assert np.array_equal(shares.counts, piece_shares(belief, k, np.random.default_rng(42)).counts)
+
+
+def test_piece_shares_refuses_bad_input() -> None:
+    belief = BeliefSet.initial(WHITE)
+    for bad in (0, -3, True, 2.5, "10"):
+        with pytest.raises(ValueError, match="max_sample"):
+            piece_shares(belief, bad)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="list"):
+        piece_shares([], 10)  # type: ignore[arg-type]
+    start = piece_shares(belief)  # P = {the start}: black's pieces on ranks 7 and 8
+    assert start.sample == 1 and start.counts.sum() == 16
+    assert start.counts[0, 48:56].tolist() == [1] * 8 and start.counts[5, 60] == 1

@@ -18,8 +18,10 @@ import numpy as np
 import pytest
 
 from caligo.agents.base import Decision, TimeControl
+from caligo.agents.belief_map import BELIEF_MAP, BELIEF_MAP_PREV, belief_map
 from caligo.agents.protocol import Force, GameOver, Go, NewGame, Observe, encode
 from caligo.agents.random_agent import RandomAgent
+from caligo.fow.belief import BeliefSet
 from caligo.fow.bitboard import SQUARE_NAMES
 from caligo.fow.game import Game
 from caligo.fow.observation import observe
@@ -105,7 +107,10 @@ def messages(
         sent = session.ply
         now.t += 0.25 + 0.01 * i  # think time, the same in both histories
         move = next(m for m in session.legal(session.to_move or 0) if move_to_uci(m) == uci)
-        session.play(session.to_move or 0, move, decision=Decision(move, info={"secret": i}))
+        # the mover's analysis holds belief pictures of the truth: P = {the true position}
+        picture = belief_map(BeliefSet.initial(session.to_move or 0, session.game.fen()))
+        info = {"secret": i, BELIEF_MAP: picture, BELIEF_MAP_PREV: picture}
+        session.play(session.to_move or 0, move, decision=Decision(move, info=info))
         if session.is_over():
             break
     out += [encode(m).encode() for m in session.project(seat, sent)]
@@ -132,8 +137,9 @@ def test_same_transcript_gives_byte_identical_messages(first_move_ms: int) -> No
         black_a, _ = messages(ma, BLACK, first_move_ms)
         black_b, _ = messages(mb, BLACK, first_move_ms)
         assert black_a != black_b
-        # diagnostics (the "secret" info) never reach a seat during the game
-        assert not any(b"secret" in m for m in white_a + black_a)
+        # diagnostics (the "secret" info, the belief pictures) never reach a seat during the game
+        for m in white_a + black_a:
+            assert b"secret" not in m and b"belief" not in m and b'"counts"' not in m
     assert differing >= 3
 
 

@@ -47,6 +47,27 @@ VIEW_KEYS = {
     "hints",
 }
 CLOCK_KEYS = {"white", "black", "running", "increment_ms", "first_move_ms"}
+PICTURE_KEYS = ("belief_map", "belief_map_prev", "beliefs", "counts", "size_kind")
+"""The JSON keys of the engine's belief pictures (`caligo.agents.belief_map`) and of the
+reveal's field that carries them: none may appear in anything sent before the game ends."""
+
+
+def truth_pictures(session: Any, mover: int) -> dict[str, Any]:
+    """The most telling belief pictures an engine could send with its move: those of P = {the
+    true position} (so they show every one of the opponent's pieces where it really is), under
+    both keys, with the shape `caligo.agents.belief_map` writes."""
+    from caligo.agents.belief_map import BELIEF_MAP, BELIEF_MAP_PREV, belief_map
+    from caligo.fow.belief import BeliefSet
+
+    picture = belief_map(BeliefSet.initial(mover, session.game.fen()))
+    return {BELIEF_MAP: picture, BELIEF_MAP_PREV: picture}
+
+
+def holds_picture(text: str, frame: bool = True) -> bool:
+    """True if `text` holds a JSON key of a belief picture; for a `frame`, also the word
+    "belief" at all (no frame of a running game talks about the engine's belief; an HTTP
+    answer such as /api/info may describe the engine in those words)."""
+    return (frame and "belief" in text) or any(f'"{key}"' in text for key in PICTURE_KEYS)
 
 
 def random_game(seed: int, max_plies: int = 160) -> list[str]:

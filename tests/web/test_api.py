@@ -25,9 +25,11 @@ import pytest
 from fastapi.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
-from caligo.agents.base import Clock, TcKind, TimeControl
+from caligo.agents.base import COLOR_NAMES, Clock, TcKind, TimeControl
+from caligo.agents.belief_map import BELIEF_MAP, BELIEF_MAP_PREV
 from caligo.agents.registry import AgentSpecError
 from caligo.agents.timing import strength_clock
+from caligo.fow.belief import BeliefSet
 from caligo.fow.notation import read_pgn
 from caligo.fow.observation import observe
 from caligo.fow.position import BLACK, WHITE, move_to_uci, to_fen
@@ -35,9 +37,11 @@ from caligo.fow.transcript import Transcript
 from caligo.fow.view import view_data
 from caligo.web import WebConfig, create_app
 from caligo.web.errors import WebConfigError
+from tests.agents.test_belief_map import check_picture
 from tests.web.helpers import (
     CountingAgent,
     check_state_keys,
+    holds_picture,
     register_test_agents,
     replay_pgn,
 )
@@ -392,6 +396,82 @@ def test_diagnostics_reach_the_browser_only_after_the_game(tmp_path: Path) -> No
         assert all(p["engine"] is None for p in reveal["plies"] if p["mover"] == "white")
         pgn = c.get(f"/api/games/{game['game']}/pgn").text
         assert "P=17264" in pgn  # per-move comments written after the game
+
+
+@pytest.mark.parametrize("color", ["white", "black"])
+def test_the_engine_belief_is_revealed_only_after_the_game(tmp_path: Path, color: str) -> None:
+    """Obscuro (fixed iterations, built-in evaluation) pictures its P at every move. While
+    the game runs, no frame and no HTTP answer holds any of it (the reveal, the PGN and the
+    transcripts are refused with 409); afterwards the reveal shows, for every position the
+    engine thought about, the picture of its P: equal to `caligo.fow.BeliefSet` replayed on
+    the engine's transcript (positions replayed from the PGN), and holding every true piece
+    of the player on its square when P was counted whole (the truth is always in P)."""
+    engine = WHITE if color == "black" else BLACK
+    with _client(tmp_path / "g.sqlite", agent="obscuro:budget=iters=20,eval=simple") as c:
+        game = new_game(c, color)
+        gid = game["game"]
+        frames: list[str] = []
+        answers: list[str] = []
+        rng = random.Random(8)
+        with c.websocket_connect(ws_url(game)) as ws:
+            while True:
+                text = ws.receive_text()
+                frames.append(text)
+                f = json.loads(text)
+                if f["status"] == "over":
+                    break
+                if not f["your_turn"]:
+                    continue
+                for path in (f"/api/games/{gid}", f"/api/games/{gid}/pgn",
+                             f"/api/games/{gid}/transcript/{COLOR_NAMES[engine]}"):
+                    r = c.get(path)
+                    assert r.status_code == 409, path  # refused while the game runs
+                    answers.append(r.text)
+                answers.append(c.get("/api/games").text)
+                legal = f["view"]["legal_moves"]
+                caps = [m for m in legal if m[2:4] in f["view"]["pieces"]]
+                uci = rng.choice(caps if caps and rng.random() < 0.5 else legal)
+                ws.send_text(json.dumps({"type": "move", "uci": uci, "ply": f["ply"]}))
+        for text in frames[:-1]:
+            assert not holds_picture(text), text[:200]
+        for text in answers:
+            assert not holds_picture(text, frame=False), text[:200]
+        reveal = c.get(f"/api/games/{gid}").json()
+        positions = replay_pgn(c.get(f"/api/games/{gid}/pgn").text)
+    n = len(reveal["plies"])
+    assert n == len(positions) - 1 >= 6
+    pictures = [reveal["initial"]["beliefs"]] + [p["beliefs"] for p in reveal["plies"]]
+    ref = BeliefSet.initial(engine)
+    shown = whole = 0
+    for i, pos in enumerate(positions):
+        about = pictures[i]
+        assert set(about) <= {COLOR_NAMES[engine]}  # only the engine's belief, never the human's
+        # the engine thought about every position after its first chance: as the side to move
+        # (its decision) or while the player moved (after its own move); not after the end
+        thought = i < n - 1 or (i == n - 1 and positions[i][12] == engine)
+        if (i >= 1 or engine == WHITE) and thought:
+            assert about, i
+        if about:
+            picture = about[COLOR_NAMES[engine]]
+            exact = check_picture(picture, ref)
+            whole += exact
+            shown += 1
+            if exact:
+                board = chess.Board(to_fen(pos))
+                for sq, piece in board.piece_map().items():
+                    if piece.color == (engine == BLACK):  # the player's pieces
+                        letter = "pnbrqk"[piece.piece_type - 1]
+                        assert picture["counts"][letter][chess.square_name(sq)] > 0
+        if i < n:
+            pos_next = positions[i + 1]
+            mover = int(pos[12])
+            move = reveal["plies"][i]["uci"]
+            obs = observe(pos_next, engine)
+            ref = (ref.update_own_move(move, obs) if mover == engine
+                   else ref.update_opponent_move(obs))
+    assert shown >= n - 2 and whole >= 1
+    for p in reveal["plies"]:  # the pictures are out of the analysis' raw keys
+        assert not set((p["engine"] or {}).get("info", {})) & {BELIEF_MAP, BELIEF_MAP_PREV}
 
 
 def test_rematch_same_settings_colours_swapped(client: TestClient) -> None:

@@ -29,7 +29,7 @@ from caligo.fow.position import BLACK, WHITE, move_to_uci, to_fen
 from caligo.fow.transcript import Transcript
 from caligo.fow.view import view_data
 from tests.web.conftest import Server
-from tests.web.helpers import check_state_keys, replay_pgn
+from tests.web.helpers import check_state_keys, holds_picture, replay_pgn
 
 pytestmark = pytest.mark.browser
 
@@ -133,20 +133,48 @@ def record_frames(page: Any) -> list[str]:
     return frames
 
 
-def record_events(page: Any) -> list[tuple[str, str]]:
-    """Everything the page exchanges, in order: ("recv", frame), ("sent", frame), ("get", url)."""
-    events: list[tuple[str, str]] = []
+def record_events(page: Any) -> list[tuple[str, Any]]:
+    """Everything the page exchanges, in order: ("recv", frame), ("sent", frame), ("get", url),
+    ("resp", (url, method, status, body)) for the answers of the API (the body read at once:
+    Chromium forgets it when the page navigates)."""
+    events: list[tuple[str, Any]] = []
 
     def on_socket(ws: Any) -> None:
         ws.on("framereceived", lambda payload: events.append(("recv", payload)))
         ws.on("framesent", lambda payload: events.append(("sent", payload)))
 
+    def on_response(response: Any) -> None:
+        if "/api/" in response.url:
+            body = response.body().decode("utf-8", "replace")
+            events.append(("resp", (response.url, response.request.method, response.status, body)))
+
     page.on("websocket", on_socket)
     page.on("request", lambda request: events.append(("get", request.url)))
+    page.on("response", on_response)
     return events
 
 
-def check_reveal_after_end(events: list[tuple[str, str]], gid: str) -> int:
+def check_nothing_before_end(events: list[tuple[str, Any]], gid: str) -> int:
+    """No frame and no API answer the page received before the frame that ended the game holds
+    anything of the engine's belief pictures, and any reveal it got then was refused (409);
+    return how many frames and answers were checked."""
+    checked = 0
+    for kind, payload in events:
+        if kind == "recv":
+            if json.loads(payload).get("status") == "over":
+                return checked
+            assert not holds_picture(payload), payload[:200]
+            checked += 1
+        elif kind == "resp":
+            url, method, status, body = payload
+            assert not holds_picture(body, frame=False), (url, body[:200])
+            if f"/api/games/{gid}" in url and method == "GET":
+                assert status == 409, url
+            checked += 1
+    raise AssertionError("no frame ended the game")
+
+
+def check_reveal_after_end(events: list[tuple[str, Any]], gid: str) -> int:
     """The page asks for the true game (the reveal, the PGN) only after a frame said the game
     is over; return how many such requests it made."""
     over = False
@@ -160,7 +188,7 @@ def check_reveal_after_end(events: list[tuple[str, str]], gid: str) -> int:
     return asked
 
 
-def check_sent(events: list[tuple[str, str]]) -> int:
+def check_sent(events: list[tuple[str, Any]]) -> int:
     """Every frame the page sends is a plain request; a move is sent only on the player's turn,
     for the ply of the last frame received (a premove leaves the page as nothing else); return
     how many moves were sent."""
@@ -247,6 +275,7 @@ def check_wire(frames: list[str], color: str, positions: list[Any], moves: list[
             own = (entry["ply"] % 2 == 1) == (side == WHITE)
             assert entry["uci"] == (moves[entry["ply"] - 1] if own else None)
         assert not any(board in text for board in boards)
+        assert not holds_picture(text)  # nothing of the engine's belief
         checked += 1
     return checked
 
@@ -377,6 +406,7 @@ def test_a_whole_game_in_the_browser(
     assert len(positions) - 1 == state["ply"]
     assert check_wire(frames, color, positions, moves) >= player.fog_checked
     assert check_reveal_after_end(events, gid) >= 1
+    assert check_nothing_before_end(events, gid) >= player.fog_checked
     assert check_sent(events) == len([m for m in state["moves"] if m["uci"]])
     check_highlights(player, positions)
     assert len(player.highlights) >= 3

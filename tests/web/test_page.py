@@ -30,6 +30,7 @@ import pytest
 from tests.web.conftest import Server
 from tests.web.test_browser import (
     Player,
+    check_nothing_before_end,
     check_reveal_after_end,
     check_sent,
     record_events,
@@ -42,7 +43,7 @@ ENGINE = Path(__file__).with_name("analysis_engine.py")
 SIZES = {"desktop": (1280, 860), "phone": (390, 844), "small-phone": (360, 640)}
 PLIES = {"desktop": 40, "phone": 40, "small-phone": 12}
 """Plies played before the checks of the end: a 40-ply game at 1280 and 390 px."""
-BOARDS = ("board-truth", "board-white", "board-black")
+BOARDS = ("board-truth", "board-belief", "board-white", "board-black")
 
 
 def engine_spec(delay_ms: int = 0) -> str:
@@ -154,10 +155,12 @@ def test_pages_fit_and_both_clocks_stay_in_view(
         assert page.evaluate("live.cursor") == state["ply"] - 1
         fits(page, "end, stepping")
         assert check_reveal_after_end(events, gid) >= 1
+        assert check_nothing_before_end(events, gid) >= state["ply"] // 2  # no belief picture
         assert check_sent(events) == state["ply"] // 2
 
         page.click("#after-review")
         page.wait_for_selector("#board-truth .sq[data-piece]")
+        assert page.is_visible("#board-belief")  # the engine's pictures of its belief
         fits(page, "review")
         check_analysis(page, server, gid)
         page.click("#rv-diag details summary")

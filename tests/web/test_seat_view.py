@@ -13,6 +13,8 @@ Expected values and their sources:
 
 from __future__ import annotations
 
+import json
+
 import chess
 import pytest
 
@@ -25,7 +27,13 @@ from caligo.fow.view import view_data
 from caligo.play.session import GameSession, SessionConfig
 from caligo.web.live import LiveGame, WebGameMeta
 from caligo.web.seat_view import SeatTracker, own_san
-from tests.web.helpers import check_state_keys, random_game, twin_history
+from tests.web.helpers import (
+    check_state_keys,
+    holds_picture,
+    random_game,
+    truth_pictures,
+    twin_history,
+)
 
 SEEDS = range(12)
 
@@ -43,9 +51,8 @@ def _frames(moves: list[str], color: int, decisions: bool = False) -> list[dict]
         move = next(m for m in legal if move_to_uci(m) == uci)
         decision = None
         if decisions:
-            decision = Decision(
-                move, {move: 1.0}, value=0.123457, info={"belief": 99, "marker": "X"}
-            )
+            info = {"belief": 99, "marker": "X", **truth_pictures(session, mover)}
+            decision = Decision(move, {move: 1.0}, value=0.123457, info=info)
         session.play(mover, move, 1.0, decision)
         tracker.feed(session.project(color, tracker.synced_ply))
         frames.append(tracker.state_frame())
@@ -76,9 +83,11 @@ class _Clock:
         return self.t
 
 
-def _live_frames(moves: list[str], human: int) -> list[dict]:
+def _live_frames(moves: list[str], human: int, pictures: list | None = None) -> list[dict]:
     """The web app's whole frames (`LiveGame.frame`: the seat's frame plus the public clocks,
-    with the first-move fields) after every ply, each ply taking 1.5 s on a fake clock."""
+    with the first-move fields) after every ply, each ply taking 1.5 s on a fake clock. Every
+    move's analysis holds belief pictures of the true position (`truth_pictures`), appended to
+    `pictures` when given."""
     now = _Clock()
     tc = TimeControl.parse("60+1")
     config = SessionConfig(
@@ -93,7 +102,10 @@ def _live_frames(moves: list[str], human: int) -> list[dict]:
         mover = session.to_move
         assert mover is not None
         move = next(m for m in session.legal(mover) if move_to_uci(m) == uci)
-        decision = Decision(move, {move: 1.0}, value=0.5, info={"belief": 7, "marker": "SECRET"})
+        info = {"belief": 7, "marker": "SECRET", **truth_pictures(session, mover)}
+        if pictures is not None:
+            pictures.append(info)
+        decision = Decision(move, {move: 1.0}, value=0.5, info=info)
         session.play(mover, move, decision=decision)
         frames.append(live.frame())
     return frames
@@ -103,18 +115,23 @@ def _live_frames(moves: list[str], human: int) -> list[dict]:
 def test_live_frames_with_clocks_equal_for_two_true_histories(color: int) -> None:
     """The fields the web adds to a seat's frame (both clocks, whose clock runs, the time left
     for a first move) are the same for two true histories the seat cannot tell apart, and hold
-    nothing of the engine's analysis."""
+    nothing of the engine's analysis: not even its belief pictures, which differ between the
+    two histories (they show the true pieces)."""
     found = 0
     for seed in range(60):
         moves = random_game(seed, max_plies=30)
         twin = twin_history(moves, color)
         if twin is None:
             continue
-        frames = _live_frames(moves, color)
-        assert frames == _live_frames(twin, color)
+        infos: list = []
+        twin_infos: list = []
+        frames = _live_frames(moves, color, infos)
+        assert frames == _live_frames(twin, color, twin_infos)
+        assert infos != twin_infos  # the pictures differ; the frames do not
         for frame in frames:
             check_state_keys(frame)
-            assert "SECRET" not in str(frame) and "belief" not in str(frame)
+            text = json.dumps(frame)
+            assert "SECRET" not in text and not holds_picture(text)
         first = frames[0]["clocks"]
         assert first["running"] is None and first["first_move_ms"] == 30_000
         found += 1
@@ -141,6 +158,7 @@ def test_frames_show_exactly_the_true_observation(seed: int) -> None:
             assert frame["ply"] == ply
             text = repr(frame)
             assert "marker" not in text and "belief" not in text and "0.123457" not in text
+            assert not holds_picture(json.dumps(frame))
             own = [m["uci"] for m in frame["moves"] if m["uci"] is not None]
             mover_plies = [i for i in range(ply) if (i % 2 == 0) == (color == WHITE)]
             assert own == [moves[i] for i in mover_plies]  # own moves, never the opponent's

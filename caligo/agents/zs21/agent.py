@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from caligo.agents.base import AgentBase, Clock, Decision
+from caligo.agents.belief_map import BELIEF_MAP, BELIEF_MAP_PREV, belief_map
 from caligo.agents.fow_search import FowBelief, FowEvaluator, FowSearchGame, compact_arena
 from caligo.agents.resources import EngineResources
 from caligo.agents.timing import (
@@ -140,6 +141,7 @@ class ZS21Agent(AgentBase):
         self.timer = MoveTimer(policy, own_budget(self.config.budget), now=clock)
         self.last_info: dict[str, Any] = {}
         self.resources = resources
+        self._prev_map: dict[str, Any] | None = None
         warm_up()  # once per process
 
     @classmethod
@@ -226,6 +228,7 @@ class ZS21Agent(AgentBase):
         obs = int(game.describe(np.array([game.start_state()])).obs[0, self.color])
         self.key = start_key(obs, KeyMode.INCREMENTAL)
         self.ply = 0
+        self._prev_map = None
 
     def observe(self, observation: Observation, own_move: int | None) -> None:
         """Update our observation-sequence key; the opponent's ply starts our move (its P
@@ -243,6 +246,8 @@ class ZS21Agent(AgentBase):
                                            now=self.timer.now)
             self.belief.finish(deadline)
         self.belief.update(observation, own_move)
+        if own_move is not None:  # off the clock: the belief the next analysis reports as "prev"
+            self._prev_map = belief_map(self.belief.set)
         act = -1 if own_move is None else int(own_move)
         self.key = int(mix_key(np.uint64(self.key), np.int64(act),
                                np.uint64(observation_key(observation))))
@@ -256,6 +261,14 @@ class ZS21Agent(AgentBase):
         t0 = time.perf_counter()
         belief.settle(plan.belief_deadline, spread=plan.iterations is None)
         belief_ms = 1000.0 * (time.perf_counter() - t0)
+        # the belief's picture for the review (`caligo.agents.belief_map`), before the search:
+        # its cost comes out of the search's time, never past the move's deadline
+        t_map = time.perf_counter()
+        pictures = {BELIEF_MAP: belief_map(belief.set)}
+        if self._prev_map is not None:
+            pictures[BELIEF_MAP_PREV] = self._prev_map
+            self._prev_map = None
+        map_ms = 1000.0 * (time.perf_counter() - t_map)
         if plan.iterations is not None:
             budget = ZS21Budget(seconds=None, expansions=plan.iterations)
         else:
@@ -299,9 +312,11 @@ class ZS21Agent(AgentBase):
                 "belief": round(belief_ms, 1),
                 "construct": round(1000 * res.construct_seconds, 1),
                 "search": round(1000 * (res.lp_seconds + res.expand_seconds), 1),
+                "belief_map": round(map_ms, 2),
                 "total": round(total_ms, 1),
             },
             "plan": plan.to_info(),
+            **pictures,
         }
         if belief.cut:
             info["belief_cut"] = belief.cut

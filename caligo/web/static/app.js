@@ -6,6 +6,10 @@
 "use strict";
 
 const { Board, fenPieces, pieceImage, premoveMoves } = window.CaligoBoard;
+const KINDS = "pnbrqk";
+const KIND_NAMES = { all: ["All pieces", "pieces"], p: ["Pawns", "pawns"], n: ["Knights", "knights"],
+                     b: ["Bishops", "bishops"], r: ["Rooks", "rooks"], q: ["Queens", "queens"],
+                     k: ["King", "king"] };
 const $ = (id) => document.getElementById(id);
 
 const TC_KINDS = { "60+2": "Bullet", "180+2": "Blitz", "300+0": "Blitz" };
@@ -776,6 +780,12 @@ class Review {
     this.truth = new Board($("board-truth"));
     this.white = new Board($("board-white"));
     this.black = new Board($("board-black"));
+    this.belief = new Board($("board-belief"));
+    this.kind = "all";
+    this.kindsFor = null;
+    const pictured = [data.initial, ...data.plies].some((p) => p.beliefs && Object.keys(p.beliefs).length);
+    $("belief-fig").hidden = !pictured;
+    $("review-boards").classList.toggle("with-belief", pictured);
     this.side = human;
     const range = $("rv-range");
     range.max = String(data.plies.length);
@@ -837,6 +847,96 @@ class Review {
     const cur = document.querySelector("#rv-moves .m.current");
     if (cur) cur.scrollIntoView({ block: "nearest" });
     this.renderDiag(p);
+    this.renderBelief(fen);
+  }
+
+  // The engine's name in sentences: "Caligo", or the name the game records.
+  engineName(color) {
+    const name = color === "white" ? this.data.white : this.data.black;
+    return /^Caligo\b/.test(name) ? "Caligo" : name;
+  }
+
+  // The piece-kind buttons, with the pieces of `them` (whose pieces the picture is about).
+  renderKinds(them) {
+    const box = $("belief-kinds");
+    if (this.kindsFor !== them) {
+      this.kindsFor = them;
+      box.innerHTML = "";
+      for (const k of ["all", ...KINDS]) {
+        const label = KIND_NAMES[k][0];
+        const b = el("button", { type: "button", "data-kind": k, title: label, "aria-label": label,
+                                 onclick: () => { this.kind = k; this.go(this.ply); } });
+        if (k === "all") b.append(el("span", { text: "All" }));
+        else b.append(el("img", { src: pieceImage(them === "white" ? k.toUpperCase() : k), alt: "" }));
+        box.append(b);
+      }
+    }
+    for (const b of box.children) {
+      const on = b.dataset.kind === this.kind;
+      b.classList.toggle("on", on);
+      b.setAttribute("aria-pressed", String(on));
+    }
+  }
+
+  // What the engine believed about the position on the boards (`fen`): per square the share of
+  // its possible positions P with one of the other side's pieces (of the chosen kind) there,
+  // those pieces' true squares ringed, and |P| in words. Only in the review: the server sends
+  // the pictures with the reveal, which it refuses while the game runs.
+  renderBelief(fen) {
+    if ($("belief-fig").hidden) return;
+    const d = this.data;
+    const n = d.plies.length;
+    const i = this.ply;
+    const about = (i ? d.plies[i - 1].beliefs : d.initial.beliefs) || {};
+    const next = i < n ? d.plies[i] : null;
+    let believer = d.human ? other(d.human) : null;
+    if (!believer) {
+      const toMove = next ? next.mover : null;
+      believer = about[toMove] ? toMove : Object.keys(about)[0] || this.kindsFor && other(this.kindsFor) || "black";
+    }
+    const pic = about[believer] || null;
+    const them = other(believer);
+    this.renderKinds(them);
+    const wanted = this.kind === "all" ? KINDS : this.kind;
+    const pieces = {};
+    const marks = {};
+    for (const [sq, letter] of Object.entries(fenPieces(fen))) {
+      const white = letter === letter.toUpperCase();
+      if ((white ? "white" : "black") !== them || !wanted.includes(letter.toLowerCase())) continue;
+      pieces[sq] = letter;
+      marks[sq] = "truth";
+    }
+    let heat = null;
+    if (pic) {
+      heat = {};
+      for (const k of wanted) {
+        for (const [sq, count] of Object.entries(pic.counts[k] || {})) heat[sq] = (heat[sq] || 0) + count;
+      }
+    }
+    this.belief.set({ orientation: this.side, pieces, fog: [], marks, heat, heatTotal: pic ? pic.sample : 0 });
+    $("board-belief").dataset.sample = pic ? String(pic.sample) : "";
+    const name = this.engineName(believer);
+    const yours = d.human === them;
+    $("belief-title").textContent = "What " + name + " believed";
+    const move = next ? Math.ceil(next.ply / 2) + (next.mover === "white" ? ". " : "… ") + next.san : "";
+    let when;
+    if (!pic) {
+      when = i === 0 ? "The start: both sides know the position."
+        : !next ? "The game is over. Step back (← or the slider) to see what " + name + " believed before each move."
+        : name + " reported no belief here.";
+    } else if (next && next.mover === believer) {
+      when = "Before its move " + move + ": where it thought " + (yours ? "your" : cap(them) + "'s") + " pieces could be.";
+    } else {
+      when = "After its move, while " + (yours ? "you" : cap(them)) + " chose " + (move || "a move") +
+        ": where it thought " + (yours ? "your" : cap(them) + "'s") + " pieces could be.";
+    }
+    $("belief-when").textContent = when;
+    const whose = yours ? "your " : cap(them) + "'s ";
+    const kindWords = this.kind === "all" ? "one of " + whose + "pieces" : whose + KIND_NAMES[this.kind][1];
+    $("belief-size").textContent = pic
+      ? beliefSize(pic) + " Each square: the share of them with " + kindWords + " there; " +
+        (yours ? "your" : cap(them) + "'s") + " true pieces are ringed."
+      : "";
   }
 
   renderMoves() {
@@ -925,6 +1025,23 @@ class Review {
     details.append(dl);
     box.append(details);
   }
+}
+
+// |P| in words: "|P| = 18,634 possible positions; the picture counts a uniform sample of 4,096
+// of them." P may itself be a capped sample of the consistent positions (then `seen` says how
+// many there were: exactly, at least, or about).
+function beliefSize(pic) {
+  const fmt = (x) => Number(x).toLocaleString("en-US");
+  let text;
+  if (pic.exact || pic.seen === pic.size) {
+    text = "|P| = " + fmt(pic.size) + " possible position" + (pic.size === 1 ? "" : "s");
+  } else {
+    const rel = { "lower bound": "at least ", estimate: "about " }[pic.size_kind] || "";
+    text = "|P| = " + rel + fmt(pic.seen) + " possible positions, of which it kept a uniform sample of " + fmt(pic.size);
+  }
+  if (pic.sample < pic.size) text += "; the picture counts a uniform sample of " + fmt(pic.sample) + " of them.";
+  else text += pic.size > 1 ? ", every one counted." : ": it knew the position.";
+  return text;
 }
 
 async function openReview(id) {

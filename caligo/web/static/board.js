@@ -88,6 +88,15 @@ function premoveMoves(pieces, color) {
   return out;
 }
 
+// A share in percent as a square's label: "100" only when certain, ">99", "37", "<1" (never 0
+// for a possible piece).
+function heatText(share) {
+  if (share >= 1) return "100";
+  if (share >= 0.995) return ">99";
+  if (share < 0.005) return "<1";
+  return String(Math.round(share * 100));
+}
+
 class Board {
   // el: container; opts.onMove(uci) is called with a legal move chosen by the player,
   // opts.onPremove(uci | null) when a premove is queued or cancelled.
@@ -97,7 +106,7 @@ class Board {
     this.onPremove = opts.onPremove || null;
     this.state = { orientation: "white", pieces: {}, fog: [], legal: [], lastMove: null,
                    lost: [], movable: null, interactive: false, premovable: false,
-                   premove: null, marks: {} };
+                   premove: null, marks: {}, heat: null, heatTotal: 0 };
     this.selected = null;
     this.drag = null;
     this.squares = {};
@@ -125,7 +134,9 @@ class Board {
   }
 
   // state: {orientation, pieces, fog, legal, lastMove:[from,to], lost, movable: "w"|"b"|null,
-  //         interactive, premovable, premove: [from, to] | null, marks: {square: class}}
+  //         interactive, premovable, premove: [from, to] | null, marks: {square: class},
+  //         heat: {square: count} | null, heatTotal}: a heat map (the review's picture of the
+  //         engine's belief) tints each square by count / heatTotal and writes it in percent.
   set(state) {
     this.state = Object.assign({}, this.state, state);
     if (this.selected && !this._dests(this.selected).length) this.selected = null;
@@ -194,6 +205,7 @@ class Board {
       }
       const mark = st.marks && st.marks[s.name];
       if (mark) cls.push(mark);
+      this._heat(cell, s.name, cls);
       cell.className = cls.join(" ");
       cell.dataset.square = s.name;
       // coordinates follow the orientation on every render: the left column names its rank,
@@ -219,6 +231,32 @@ class Board {
       if (this.drag && this.drag.from === s.name) cell.classList.add("dragging");
     });
     this.el.classList.toggle("interactive", !!st.interactive || !!st.premovable);
+  }
+
+  // The heat of one square: its count as a share of heatTotal, a tint whose strength grows with
+  // the square root of the share (small shares stay visible) and the share in percent. Set
+  // through the CSSOM (a custom property), which a strict Content-Security-Policy allows.
+  _heat(cell, name, cls) {
+    const st = this.state;
+    let label = cell.querySelector(".heat-label");
+    if (!st.heat || !(st.heatTotal > 0)) {
+      if (label) label.remove();
+      cell.style.removeProperty("--heat");
+      delete cell.dataset.count;
+      return;
+    }
+    const count = st.heat[name] || 0;
+    const share = count / st.heatTotal;
+    cell.dataset.count = String(count);
+    cell.style.setProperty("--heat", Math.sqrt(share).toFixed(3));
+    cls.push(count ? "heat" : "heat-none");
+    if (share >= 0.5) cls.push("heat-high");
+    if (!label) {
+      label = document.createElement("span");
+      label.className = "heat-label";
+      cell.append(label);
+    }
+    label.textContent = count ? heatText(share) : "";
   }
 
   _squareAt(x, y) {
@@ -358,5 +396,5 @@ class Board {
   }
 }
 
-window.CaligoBoard = { Board, fenPieces, pieceImage, squareName, premoveDests, premoveMoves };
+window.CaligoBoard = { Board, fenPieces, heatText, pieceImage, squareName, premoveDests, premoveMoves };
 })();
