@@ -14,6 +14,7 @@ RFC 9110 (400 for a Host the server does not serve, section 7.2; 408; 413 "Conte
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -207,3 +208,45 @@ def test_a_body_that_never_ends_is_timed_out() -> None:
     peer = Peer(None, {"content-length": "100"})
     run(peer, GuardConfig(idle_timeout_s=0.05))
     assert peer.status() == 408 and peer.header(b"connection") == b"close"
+
+
+# --- WebSockets --------------------------------------------------------------------------------
+
+
+def test_a_client_holds_only_so_many_websockets(tmp_path: Path) -> None:
+    limits = GuardConfig(allowed_hosts=("testserver",), sockets_per_client=2)
+    config = WebConfig(db=str(tmp_path / "g.sqlite"), agent="random", games_per_client=0)
+    with TestClient(create_app(config, limits)) as c:
+        game = c.post("/api/games", json={}).json()
+        path = f"/ws/games/{game['game']}?seat={game['seat']}"
+        with c.websocket_connect(path) as a, c.websocket_connect(path) as b:
+            a.receive_text()
+            b.receive_text()
+            with c.websocket_connect(path) as third:
+                with pytest.raises(WebSocketDisconnect) as closed:
+                    third.receive_text()
+            assert closed.value.code == 4429 and "too many connections" in closed.value.reason
+        with c.websocket_connect(path) as again:  # the first two are closed: room again
+            assert json.loads(again.receive_text())["type"] == "state"
+
+
+def test_a_websocket_that_never_sends_anything_is_closed(tmp_path: Path) -> None:
+    limits = GuardConfig(allowed_hosts=("testserver",), idle_timeout_s=0.2)
+    config = WebConfig(db=str(tmp_path / "g.sqlite"), agent="random")
+    with TestClient(create_app(config, limits)) as c:
+        game = c.post("/api/games", json={}).json()
+        path = f"/ws/games/{game['game']}?seat={game['seat']}"
+        with c.websocket_connect(path) as ws:
+            assert json.loads(ws.receive_text())["type"] == "state"
+            idle = json.loads(ws.receive_text())  # nothing sent: closed after the timeout
+            assert idle["type"] == "error" and idle["code"] == "idle"
+            with pytest.raises(WebSocketDisconnect) as closed:
+                ws.receive_text()
+            assert closed.value.code == 4408
+        with c.websocket_connect(path) as ws:  # a socket that speaks (as the page does) stays
+            ws.send_text('{"type": "sync"}')
+            assert json.loads(ws.receive_text())["type"] == "state"
+            assert json.loads(ws.receive_text())["type"] == "state"
+            time.sleep(0.5)  # past the timeout: it applies to a first message only
+            ws.send_text('{"type": "sync"}')
+            assert json.loads(ws.receive_text())["type"] == "state"
