@@ -885,8 +885,9 @@ class GameHub:
             log.info("game %s unloaded (idle; its client starts another)", live.game_id)
         running = sum(1 for g in mine if not g.unloaded)
         if running >= cap:
+            games = "game" if running == 1 else "games"
             raise RateLimitError(
-                f"you already have {running} games running (at most {cap} at once): finish, "
+                f"you already have {running} {games} running (at most {cap} at once): finish, "
                 "resign or close one first",
                 "too_many_games",
             )
