@@ -78,8 +78,7 @@ class GuardConfig:
     def __post_init__(self) -> None:
         if (
             not self.allowed_hosts
-            or any(not h or "*" in h[1:] or (h[0] == "*" and h not in ("*",) and h[:2] != "*.")
-                   for h in self.allowed_hosts)
+            or not all(_host_pattern_ok(h) for h in self.allowed_hosts)
             or self.max_body_bytes < 64
             or not 0 < self.idle_timeout_s < 86_400
             or self.sockets_per_client < 0
@@ -87,6 +86,14 @@ class GuardConfig:
             or (self.max_connections is not None and self.max_connections < 1)
         ):
             raise WebConfigError(f"invalid server limits: {self!r}")
+
+
+def _host_pattern_ok(pattern: str) -> bool:
+    """A host name, `*.domain` or `*` (a `*` anywhere else matches nothing sensible)."""
+    if pattern == "*":
+        return True
+    rest = pattern[2:] if pattern.startswith("*.") else pattern
+    return bool(rest) and "*" not in rest and not any(c.isspace() for c in rest)
 
 
 def host_name(header: str | None) -> str | None:

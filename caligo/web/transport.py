@@ -17,8 +17,9 @@ guards, shared through one `ConnectionGuard`:
   that send requests.
 
 `server_config` builds the `uvicorn.Config` with these and the other limits: uvicorn's
-`limit_concurrency` (503 beyond it), `timeout_keep_alive`, `h11_max_incomplete_event_size`,
-WebSocket message size and ping, and forwarded headers only from trusted proxies.
+`limit_concurrency` (503 beyond it), a listen backlog of an eighth of it (`ACCEPT_SHARE`),
+`timeout_keep_alive`, `h11_max_incomplete_event_size`, WebSocket message size and ping, and
+forwarded headers only from trusted proxies.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ log = logging.getLogger(__name__)
 WS_MAX_BYTES = 1 << 16
 """Frames above this are refused by the WebSocket layer itself (close code 1009)."""
 MAX_HEADER_BYTES = 16 * 1024
-"""Request line and headers larger than this are refused (400)."""
+"""A request whose line and headers are still incomplete after this many bytes is refused (400;
+h11 bounds what it buffers of an incomplete request, not a complete one read at once)."""
 KEEP_ALIVE_S = 5
 """An idle keep-alive connection is closed after this (uvicorn's `timeout_keep_alive`)."""
 DESCRIPTOR_RESERVE = 64
@@ -48,6 +50,11 @@ DESCRIPTOR_RESERVE = 64
 MAX_CONNECTIONS_CEILING = 4096
 PRESSURE = 0.75
 """Share of `max_connections` from which waiting connections are shed for new ones."""
+ACCEPT_SHARE = 8
+"""The listen backlog is `max_connections / ACCEPT_SHARE`: asyncio accepts up to a backlog of
+connections in one go before any of them is looked at (and closes a shed one only on the next
+turn of the loop), so a large backlog let a burst of idle sockets reach the descriptor limit
+(and pause accepting) before the guard could shed them."""
 
 
 def default_max_connections() -> int:
@@ -197,6 +204,7 @@ def server_config(app: Any, limits: GuardConfig, *, log_level: str, access_log: 
         ws_ping_interval=20.0,
         ws_ping_timeout=20.0,
         lifespan="on",
+        backlog=max(16, min(2048, max_connections // ACCEPT_SHARE)),
         limit_concurrency=max_connections,
         timeout_keep_alive=KEEP_ALIVE_S,
         h11_max_incomplete_event_size=MAX_HEADER_BYTES,

@@ -145,7 +145,9 @@ def test_300_idle_sockets_under_256_descriptors_do_not_stop_service(
             s.close()
 
 
-def test_a_socket_that_never_sends_its_headers_is_closed(tmp_path: Path) -> None:
+def test_a_socket_that_never_sends_its_headers_is_closed_and_huge_headers_are_refused(
+    tmp_path: Path,
+) -> None:
     srv = Server(tmp_path / "g.sqlite", options=("--idle-seconds", "0.5"))
     try:
         idle = socket.create_connection(("127.0.0.1", srv.port))
@@ -155,6 +157,11 @@ def test_a_socket_that_never_sends_its_headers_is_closed(tmp_path: Path) -> None
             s.settimeout(60)  # only so a broken server cannot hang the suite
             assert s.recv(1) == b""  # closed by the server: no request came in time
             s.close()
+        big = socket.create_connection(("127.0.0.1", srv.port))  # 20 KB and no end of headers
+        big.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\nX-Big: " + b"x" * 20_000)
+        big.settimeout(60)
+        assert big.recv(4096).startswith(b"HTTP/1.1 400")
+        big.close()
         assert httpx2.get(srv.url, timeout=30).status_code == 200
     finally:
         srv.stop()
