@@ -21,11 +21,21 @@ the engine's p99 wait for a worker (the server's own record, printed when it sto
 engine's time forfeits, the peak RSS of the server and everything below it, and the most
 Stockfish processes running at once (sampled every half second from /proc).
 
+Idle sockets (issue 16), after the main run: a fresh server under a 256-descriptor limit
+(RLIMIT_NOFILE set in its child), 300 sockets that never send a byte opened from 300 loopback
+addresses (127.0.0.2 ... 127.0.1.45) and held open, then `--idle-games` clients play for
+`--idle-seconds` as above; the line `web idle_sockets=300 games=G errors=E p99_move_ms=T
+max_fds=F` says whether they were served and how many descriptors the server held at most.
+Before the connection guards (`caligo.web.transport`) such a flood stopped all service.
+
+The servers run with the per-client limits lifted (`caligo.cli.cmd_web.UNLIMITED`): every
+client here is one address, 127.0.0.1.
+
 Last line: `web games=N errors=E p99_move_ms=T engine_games=N2 engine_p99_wait_ms=W
 forfeits=F peak_rss_mb=M stockfish_procs=S` (N concurrent games, E errors of any kind: error
-frames, dropped sockets, failed requests, in both scenarios). Targets: 50 games for 120 s, 0
+frames, dropped sockets, failed requests, in every scenario). Targets: 50 games for 120 s, 0
 errors, p99 under 50 ms (issue 10); 20 engine games for 120 s, 0 forfeits, p99 wait under 2 s,
-the Stockfish processes bounded by the pool (2 per worker), peak RSS under 2 GB (issue 16).
+the Stockfish processes bounded by the pool (one per worker), peak RSS under 2 GB (issue 16).
 """
 
 from __future__ import annotations
@@ -36,6 +46,8 @@ import json
 import os
 import random
 import re
+import resource
+import socket
 import subprocess
 import sys
 import tempfile
@@ -44,7 +56,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from caligo.cli.cmd_web import serve_argv
+from caligo.cli.cmd_web import UNLIMITED, serve_argv
 
 ECHO_SERVER = """
 import socket, uvicorn
@@ -64,6 +76,10 @@ uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
 """
 
 
+IDLE_NOFILE = 256
+"""The descriptor limit of the idle-sockets run's server (issue 16's scenario)."""
+
+
 class Stats:
     """What the clients measured (a plain class: `caligo bench` runs this file unregistered in
     sys.modules, where dataclasses cannot resolve their annotations)."""
@@ -73,6 +89,7 @@ class Stats:
         self.errors = 0
         self.games = 0
         self.notes: list[str] = []
+        self.max_fds = 0
 
     def error(self, text: str) -> None:
         self.errors += 1
@@ -89,11 +106,18 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[rank - 1]
 
 
-def start(cmd: list[str], lines: list[str] | None = None
+def start(cmd: list[str], nofile: int | None = None, lines: list[str] | None = None
           ) -> tuple[subprocess.Popen[str], str]:
-    """Start a server process and return it with the URL it prints; its later output is
-    drained by a thread (into `lines` when given) so a chatty server never blocks."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    """Start a server process (with at most `nofile` descriptors) and return it with the URL it
+    prints; its later output is drained by a thread (into `lines` when given): a full pipe
+    would stop the server."""
+
+    def limit() -> None:
+        if nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=limit)
     assert proc.stdout is not None
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -192,24 +216,62 @@ async def run_clients(coros: list) -> None:  # type: ignore[type-arg]
     await asyncio.gather(*coros)
 
 
-def measure_caligo(games: int, seconds: float, think: float, max_searches: int) -> Stats:
+def measure_caligo(
+    games: int,
+    seconds: float,
+    think: float,
+    max_searches: int,
+    idle_sockets: int = 0,
+    nofile: int | None = None,
+) -> Stats:
+    """Play `games` clients for `seconds`; with `idle_sockets`, that many sockets that never
+    send anything are opened from as many loopback addresses and held open first (the server
+    under a `nofile` descriptor limit), and `stats.notes` gets the server's most descriptors."""
     stats = Stats()
     with tempfile.TemporaryDirectory(prefix="caligo-bench-web-") as tmp:
         db = Path(tmp) / "games.sqlite"
-        cmd = serve_argv(db, agent="random", seed=1, workers=f"processes:{max_searches}")
-        proc, url = start(cmd)
+        cmd = serve_argv(db, agent="random", seed=1, workers=f"processes:{max_searches}",
+                         options=UNLIMITED)
+        proc, url = start(cmd, nofile)
+        flood: list[socket.socket] = []
         try:
             post_game(url, "white")  # warm up: numba caches, first SQLite pages
+            port = int(url.rstrip("/").rsplit(":", 1)[1])
+            flood = [idle_socket(port, i) for i in range(idle_sockets)]
             until = time.monotonic() + seconds
             rngs = [random.Random(i) for i in range(games)]
+            fds = [descriptors(proc.pid)]
             asyncio.run(
                 run_clients(
                     [play_games(url, i, until, think, stats, rngs[i]) for i in range(games)]
+                    + [watch_descriptors(proc.pid, until, fds)]
                 )
             )
+            stats.max_fds = max(fds)
         finally:
+            for s in flood:
+                s.close()
             stop(proc)
     return stats
+
+
+def idle_socket(port: int, index: int) -> socket.socket:
+    """A connection from loopback address 127.0.x.y (index 0: 127.0.0.2) that sends nothing."""
+    s = socket.socket()
+    n = index + 2
+    s.bind((f"127.0.{n // 256}.{n % 256}", 0))
+    s.connect(("127.0.0.1", port))
+    return s
+
+
+def descriptors(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+async def watch_descriptors(pid: int, until: float, out: list[int]) -> None:
+    while time.monotonic() < until:
+        out.append(descriptors(pid))
+        await asyncio.sleep(0.5)
 
 
 def measure_echo(clients: int, seconds: float, think: float) -> Stats:
@@ -313,7 +375,8 @@ def measure_engine(games: int, seconds: float, think: float, spec: str, tc: str,
     peak = [0.0, 0]
     with tempfile.TemporaryDirectory(prefix="caligo-bench-web-") as tmp:
         db = Path(tmp) / "games.sqlite"
-        proc, url = start(serve_argv(db, agent=spec, seed=1, workers=workers), lines)
+        proc, url = start(serve_argv(db, agent=spec, seed=1, workers=workers, options=UNLIMITED),
+                          None, lines)
         done = threading.Event()
 
         def sampler() -> None:
@@ -360,11 +423,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine-tc", default="3+2", help="the engine games' clock")
     parser.add_argument("--engine-strength", default="iters=200")
     parser.add_argument("--workers", default="processes:2", help="the engine scenario's pool")
+    parser.add_argument("--idle-sockets", type=int, default=300,
+                        help="idle sockets of the second run (0: no second run)")
+    parser.add_argument("--idle-games", type=int, default=10, help="clients of the second run")
+    parser.add_argument("--idle-seconds", type=float, default=30.0,
+                        help="how long the second run plays")
     parser.add_argument("--short", action="store_true", help="10 games for 10 s (CI)")
     args = parser.parse_args(argv)
     if args.short or os.environ.get("CALIGO_SHORT") == "1":
         args.games, args.seconds = min(args.games, 10), min(args.seconds, 10.0)
         args.engine_games, args.engine_seconds = min(args.engine_games, 4), 20.0
+        args.idle_seconds = min(args.idle_seconds, 10.0)
     think = args.think_ms / 1000.0
     print(
         f"# {args.games} concurrent games for {args.seconds:g} s, client think {args.think_ms:g}"
@@ -386,7 +455,23 @@ def main(argv: list[str] | None = None) -> int:
         f"p50 {e50:.2f} ms, p99 {e99:.2f} ms"
     )
     print(f"ratio caligo/echo: p50 {p50 / e50:.2f}x, p99 {p99 / e99:.2f}x")
-    for note in ours.notes + echo.notes:
+    notes = ours.notes + echo.notes
+    idle_errors = 0
+    if args.idle_sockets:
+        idle = measure_caligo(args.idle_games, args.idle_seconds, think, args.max_searches,
+                              idle_sockets=args.idle_sockets, nofile=IDLE_NOFILE)
+        notes += idle.notes
+        idle_errors = idle.errors
+        print(
+            f"idle sockets: {args.idle_sockets} from as many addresses, server limited to "
+            f"{IDLE_NOFILE} descriptors: {len(idle.latencies_ms)} moves, {idle.games} finished "
+            f"games in {args.idle_seconds:g} s; p50 {percentile(idle.latencies_ms, 50):.2f} ms"
+        )
+        print(
+            f"web idle_sockets={args.idle_sockets} games={args.idle_games} errors={idle.errors} "
+            f"p99_move_ms={percentile(idle.latencies_ms, 99):.2f} max_fds={idle.max_fds}"
+        )
+    for note in notes:
         print(f"# error: {note}")
     print(f"# engine scenario: {args.engine_games} games of {args.engine} at "
           f"{args.engine_strength}, {args.engine_tc}, think ~{args.engine_think_ms:g} ms, "
@@ -394,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
     eng = measure_engine(args.engine_games, args.engine_seconds, args.engine_think_ms / 1000,
                          args.engine, args.engine_tc, args.engine_strength, args.workers)
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")
-    errors = ours.errors + echo.errors + int(eng["errors"])
+    errors = ours.errors + echo.errors + idle_errors + int(eng["errors"])
     print(f"web games={args.games} errors={errors} p99_move_ms={p99:.2f} "
           f"engine_games={args.engine_games} engine_p99_wait_ms={eng['p99_wait_ms']:.1f} "
           f"forfeits={int(eng['forfeits'])} peak_rss_mb={eng['peak_rss_mb']:.0f} "

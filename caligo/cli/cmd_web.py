@@ -1,4 +1,4 @@
-"""Sub-commands of the web area: `caligo web serve [--host --port --db --agent]`."""
+"""Sub-commands of the web area: `caligo web serve [--host --port --db --agent ...]`."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from typing import Any
 
 from caligo.cli._util import HelpFormatter
 
-WS_MAX_BYTES = 1 << 16
-"""Frames above this are refused by the WebSocket layer itself (close code 1009)."""
+UNLIMITED = ("--games-per-minute", "0", "--games-per-client", "0", "--sockets-per-client", "0",
+             "--connections-per-client", "0")
+"""`caligo web serve` options that lift the per-client limits (a load test from one address)."""
 
 
 def serve_argv(
@@ -23,10 +24,13 @@ def serve_argv(
     seed: int = 1,
     workers: str = "processes:1",
     first_move_seconds: float | None = None,
+    options: tuple[str, ...] = (),
 ) -> list[str]:
     """The command that runs `caligo web serve` on loopback with this Python (tests, benchmarks);
-    it prints `Caligo web: http://127.0.0.1:PORT/` once it listens."""
+    it prints `Caligo web: http://127.0.0.1:PORT/` once it listens. `options` are more
+    `caligo web serve` options (`UNLIMITED`, `--idle-seconds 2` ...)."""
     extra = [] if first_move_seconds is None else ["--first-move-seconds", str(first_move_seconds)]
+    extra += options
     return [
         sys.executable,
         "-m",
@@ -59,6 +63,20 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _count(text: str, least: int = 0) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < least:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= {least}, got {text!r}")
+    return value
+
+
+def _positive(text: str) -> int:
+    return _count(text, 1)
+
+
 def default_db() -> Path:
     """The game database when --db is not given: $XDG_DATA_HOME/caligo/web.sqlite."""
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
@@ -74,12 +92,24 @@ def bind(host: str, port: int) -> socket.socket:
         raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
+def allowed_hosts(host: str, extra: list[str] | None) -> tuple[str, ...]:
+    """The `Host` names served: the bound address (unless it is a wildcard), localhost names,
+    and the `--allowed-host` values."""
+    from caligo.web.guard import LOCAL_HOSTS
+
+    bound = [] if host in ("0.0.0.0", "::", "") else [host.strip("[]")]
+    names = [*bound, *LOCAL_HOSTS, *(extra or [])]
+    return tuple(dict.fromkeys(n.lower() for n in names))
+
+
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from caligo.agents import registry
     from caligo.play.workers import WorkerStats
     from caligo.web import WebConfig, create_app
+    from caligo.web.guard import GuardConfig
+    from caligo.web.transport import default_max_connections, server_config
 
     agent = args.agent or registry.strongest()
     registry.create(agent).close()  # fail now, with the spec quoted, not at the first game
@@ -90,6 +120,9 @@ def _serve(args: argparse.Namespace) -> int:
         workers=args.workers,
         seed=args.seed,
         first_move_ms=round(args.first_move_seconds * 1000),
+        max_live_games=args.max_live_games,
+        games_per_minute=args.games_per_minute,
+        games_per_client=args.games_per_client,
     )
     def record(stats: WorkerStats) -> None:  # the engine workers' record (benchmarks read it)
         waits = sorted(stats.waits_s)
@@ -98,22 +131,26 @@ def _serve(args: argparse.Namespace) -> int:
               f"replaced={stats.replaced} p99_wait_ms={1000 * p99:.1f} "
               f"max_wait_ms={1000 * stats.max_wait_s:.1f}", flush=True)
 
-    app = create_app(config, on_close=record)
+    limits = GuardConfig(
+        allowed_hosts=allowed_hosts(args.host, args.allowed_host),
+        api_docs=args.api_docs,
+        idle_timeout_s=args.idle_seconds,
+        sockets_per_client=args.sockets_per_client,
+        connections_per_client=args.connections_per_client,
+        max_connections=args.max_connections or default_max_connections(),
+        trusted_proxies=tuple(args.forwarded_allow_ips or ()),
+    )
+    app = create_app(config, limits, on_close=record)
     sock = bind(args.host, args.port)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     print(f"Caligo web: http://{shown}:{port}/", flush=True)
     print(f"  engine {agent}; games in {db}; Ctrl-C stops the server", flush=True)
+    print(f"  serving the hosts {', '.join(limits.allowed_hosts)}", flush=True)
     level = "info" if args.verbose else "warning"
     logging.getLogger("caligo").setLevel(logging.INFO if args.verbose else logging.WARNING)
     server = uvicorn.Server(
-        uvicorn.Config(
-            app,
-            log_level=level,
-            access_log=bool(args.verbose),
-            ws_max_size=WS_MAX_BYTES,
-            lifespan="on",
-        )
+        server_config(app, limits, log_level=level, access_log=bool(args.verbose))
     )
     server.run(sockets=[sock])
     return 0
@@ -125,7 +162,17 @@ examples:
   caligo web serve --port 8080 --agent obscuro:budget=mt=1
   caligo web serve --port 0 --db games.sqlite --agent random   a free port, its own database
   caligo web serve --workers 4                  four engine worker processes
-  caligo web serve --workers ray:auto           engines on the running Ray cluster"""
+  caligo web serve --workers ray:auto           engines on the running Ray cluster
+  caligo web serve --host 0.0.0.0 --allowed-host chess.example.org
+                                                on a LAN or the internet, under that name
+  caligo web serve --forwarded-allow-ips 127.0.0.1 --allowed-host chess.example.org
+                                                behind a TLS reverse proxy on this machine
+  caligo web serve --games-per-minute 0 --games-per-client 0 --sockets-per-client 0 \\
+                   --connections-per-client 0  a load test from one address (no per-client limits)
+  caligo web serve --api-docs                  with /docs, /redoc and /openapi.json (development)
+
+limits (docs/web.md, "Admission and hardening"): a client is an address (an IPv6 /64);
+0 lifts a per-client limit."""
 
 
 def register(sub: Any) -> None:
@@ -153,4 +200,29 @@ def register(sub: Any) -> None:
         help="a timed game is aborted when the side to move makes no first move in this time "
         "(its clock starts after that move; default 30)",
     )
+    p.add_argument("--allowed-host", action="append", metavar="HOST",
+                   help="also serve requests for this Host name (repeatable; '*.example.org' "
+                   "for sub-domains); by default only the bound address and localhost names")
+    p.add_argument("--api-docs", action="store_true",
+                   help="serve /docs, /redoc and /openapi.json (off: no map of the API)")
+    p.add_argument("--max-live-games", metavar="N", type=_positive, default=200,
+                   help="games in memory at once (idle ones are unloaded to make room)")
+    p.add_argument("--games-per-minute", metavar="N", type=_count, default=10,
+                   help="new games one client may start a minute, in bursts of as many (0: any)")
+    p.add_argument("--games-per-client", metavar="N", type=_count, default=3,
+                   help="games one client may have running at once (0: any)")
+    p.add_argument("--sockets-per-client", metavar="N", type=_count, default=8,
+                   help="game connections (WebSockets) one client may hold open (0: any)")
+    p.add_argument("--connections-per-client", metavar="N", type=_count, default=32,
+                   help="TCP connections one client may hold open (0: any)")
+    p.add_argument("--max-connections", metavar="N", type=_count, default=0,
+                   help="connections at once, all clients; from three quarters of it the oldest "
+                   "idle ones are closed for new ones (0: the descriptor limit minus 64)")
+    p.add_argument("--idle-seconds", metavar="SECONDS", type=_seconds, default=30.0,
+                   help="a connection must send its request (a WebSocket its first message) "
+                   "within this time")
+    p.add_argument("--forwarded-allow-ips", action="append", metavar="ADDRESS",
+                   help="a reverse proxy (address or network; repeatable) whose X-Forwarded-For "
+                   "and X-Forwarded-Proto are believed; by default the socket's peer is the "
+                   "client")
     p.set_defaults(func=_serve)

@@ -373,16 +373,19 @@ class GameSession:
         """Record `color`'s start-up time (the driver times `new_game`)."""
         self._startup_ms[color] = float(ms)
 
-    def begin_turn(self) -> None:
-        """Start the side to move's clock now.
+    def begin_turn(self, spent_ms: float = 0.0) -> None:
+        """Start the side to move's clock now, with `spent_ms` of the turn already used.
 
         A turn starts when the previous ply is played; a driver that first lets the other seat
         take in that ply (an in-process agent's own-move observation, the engine's work after
         its move in the web app) calls this when it asks the mover, so that work is not charged
-        to the mover. Any time already past is forgotten: call it before the mover is told
-        anything.
+        to the mover. Any other time already past is forgotten: call it before the mover is
+        told anything. A driver that resumes a stored game whose running turn had already
+        lasted `spent_ms` before it was unloaded passes it, so the mover is charged for it.
         """
-        self._turn_started = self._now()
+        if not 0.0 <= spent_ms < float("inf"):
+            raise SessionError(f"invalid time spent on a turn: {spent_ms!r} ms")
+        self._turn_started = self._now() - spent_ms / 1000.0
 
     def clock_ms(self, color: int) -> int | None:
         """`color`'s remaining clock now (the mover's is running), None without a clock."""

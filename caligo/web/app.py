@@ -18,33 +18,48 @@ The WebSocket sends `state` frames (`caligo.web.seat_view`) and `error` frames; 
 `move` (`{"type": "move", "uci": "e2e4", "ply": 0}`), `resign`, `abort` and `sync`. A missing or
 foreign token gets one `error` frame and the socket is closed (code 4403): nothing of the game.
 A malformed, illegal, out-of-turn or oversized message gets an `error` frame and changes
-nothing; the socket and the server go on.
+nothing; the socket and the server go on. A socket that sends no frame within the idle timeout
+of opening gets an `idle` error frame and is closed (code 4408); the page sends `sync` at once.
+
+The whole app runs inside `caligo.web.guard.GuardMiddleware` (trusted hosts, security headers,
+bounded bodies, the page's own origin and JSON for POSTs and WebSockets); game creation is
+admitted by `GameHub.create` (a rate and a cap of live games per client, the server's cap).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.types import ASGIApp
 
 from caligo.agents import registry
 from caligo.agents.base import TimeControl, color_from_name
 from caligo.agents.untrusted_json import UntrustedJsonError, loads_untrusted
 from caligo.play.pgn import standard_pgn
 from caligo.play.workers import WorkerStats
+from caligo.web.admission import client_key
 from caligo.web.errors import (
     BadRequestError,
     GameRunningError,
+    MediaTypeError,
     NotFoundError,
+    OriginError,
+    RateLimitError,
+    RefusedError,
     SeatError,
+    ServerBusyError,
     WebError,
 )
+from caligo.web.guard import GuardConfig, GuardMiddleware
 from caligo.web.live import (
     AGENT_NAMES,
     GameHub,
@@ -76,28 +91,51 @@ ABOUT = {
 """What the lobby tells a player about each engine (no option syntax, no internals)."""
 MAX_BODY_BYTES = 4096
 SEAT_CLOSE_CODE = 4403
+IDLE_CLOSE_CODE = 4408
+"""Close code of a WebSocket that sent nothing within the idle timeout of opening."""
+_STATUS: tuple[tuple[type[WebError], int], ...] = (
+    (NotFoundError, 404),
+    (GameRunningError, 409),
+    (SeatError, 403),
+    (OriginError, 403),
+    (MediaTypeError, 415),
+    (RateLimitError, 429),
+    (ServerBusyError, 503),
+)
 
 
 def _status(exc: WebError) -> int:
-    if isinstance(exc, NotFoundError):
-        return 404
-    if isinstance(exc, GameRunningError):
-        return 409
-    if isinstance(exc, SeatError):
-        return 403
-    if isinstance(exc, BadRequestError) and exc.code == "busy":
-        return 503
+    for kind, status in _STATUS:
+        if isinstance(exc, kind):
+            return status
     return 400
 
 
-def create_app(config: WebConfig,
-               on_close: Callable[[WorkerStats], None] | None = None) -> FastAPI:
-    """Build the app for `config` (the hub, its store and its engine workers live as long as
-    the app); `on_close` receives the workers' record when the app stops."""
+class CaligoApp(FastAPI):
+    """FastAPI with `GuardMiddleware` outermost: its headers and limits hold for every response,
+    the server-error page included."""
+
+    guard_config: GuardConfig = GuardConfig()
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return GuardMiddleware(super().build_middleware_stack(), self.guard_config)
+
+
+def create_app(
+    config: WebConfig,
+    limits: GuardConfig | None = None,
+    now: Callable[[], float] = time.monotonic,
+    on_close: Callable[[WorkerStats], None] | None = None,
+) -> FastAPI:
+    """Build the app for `config` within `limits` (default `GuardConfig()`: localhost only);
+    the hub, its store, its limits and its engine workers live as long as the app. `now` is
+    the clock of the games (monotonic seconds; injectable for tests); `on_close` receives the
+    engine workers' record when the app stops."""
+    limits = limits or GuardConfig()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        hub = GameHub(config)
+        hub = GameHub(config, now=now)
         app.state.hub = hub
         await hub.start()
         log.info("caligo web: engine %s, database %s", config.agent, config.db)
@@ -109,7 +147,9 @@ def create_app(config: WebConfig,
             if on_close is not None:
                 on_close(stats)
 
-    app = FastAPI(title="Caligo: Fog of War chess", lifespan=lifespan, docs_url=None)
+    docs = {} if limits.api_docs else {"docs_url": None, "redoc_url": None, "openapi_url": None}
+    app = CaligoApp(title="Caligo: Fog of War chess", lifespan=lifespan, **docs)  # type: ignore[arg-type]
+    app.guard_config = limits
 
     def hub_of(request: Request | WebSocket) -> GameHub:
         return request.app.state.hub  # type: ignore[no-any-return]
@@ -117,7 +157,12 @@ def create_app(config: WebConfig,
     @app.exception_handler(WebError)
     async def _web_error(request: Request, exc: WebError) -> JSONResponse:
         code = getattr(exc, "code", type(exc).__name__)
-        return JSONResponse({"error": str(exc), "code": code}, status_code=_status(exc))
+        body: dict[str, Any] = {"error": str(exc), "code": code}
+        headers = {}
+        if isinstance(exc, RefusedError) and exc.retry_after is not None:
+            body["retry_after"] = exc.retry_after
+            headers["Retry-After"] = str(exc.retry_after)
+        return JSONResponse(body, status_code=_status(exc), headers=headers)
 
     @app.get("/", include_in_schema=False)
     async def index() -> FileResponse:
@@ -162,7 +207,8 @@ def create_app(config: WebConfig,
     @app.post("/api/games", status_code=201)
     async def new_game(request: Request) -> dict[str, Any]:
         data = await json_body(request)
-        live, token = await hub_of(request).create(GameRequest.from_json(data))
+        game = GameRequest.from_json(data)
+        live, token = await hub_of(request).create(game, client_key(request.scope.get("client")))
         return {"game": live.game_id, "seat": token, "color": ("white", "black")[live.human]}
 
     @app.post("/api/games/{game_id}/rematch", status_code=201)
@@ -170,7 +216,8 @@ def create_app(config: WebConfig,
         data = await json_body(request)
         if not isinstance(data, dict) or set(data) != {"seat"}:
             raise BadRequestError(f'a rematch request is {{"seat": TOKEN}}, got {data!r:.80}')
-        live, token = await hub_of(request).rematch(game_id, data["seat"])
+        client = client_key(request.scope.get("client"))
+        live, token = await hub_of(request).rematch(game_id, data["seat"], client)
         return {"game": live.game_id, "seat": token, "color": ("white", "black")[live.human]}
 
     @app.get("/api/games")
@@ -229,9 +276,20 @@ def create_app(config: WebConfig,
             await websocket.send_text(encode(error_frame("forbidden", str(exc))))
             await websocket.close(code=SEAT_CLOSE_CODE)
             return
+        heard = False
         try:
             while True:
-                message = await websocket.receive()
+                if heard:
+                    message = await websocket.receive()
+                else:  # a socket that never sends anything is not kept
+                    with anyio.move_on_after(limits.idle_timeout_s):
+                        message = await websocket.receive()
+                        heard = True
+                    if not heard:
+                        note = f"no message within {limits.idle_timeout_s:g} s: closed"
+                        await websocket.send_text(encode(error_frame("idle", note)))
+                        await websocket.close(code=IDLE_CLOSE_CODE)
+                        break
                 if message["type"] == "websocket.disconnect":
                     break
                 text = message.get("text")

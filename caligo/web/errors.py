@@ -40,12 +40,43 @@ class GameRunningError(WebError):
     """A reveal request for a game that has not ended yet."""
 
 
+class RefusedError(WebError):
+    """A request refused to protect the server or its players; `code` is a short tag and
+    `retry_after` the seconds after which the same request may succeed (None: unknown)."""
+
+    def __init__(self, message: str, code: str, retry_after: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.retry_after = retry_after
+
+
+class RateLimitError(RefusedError):
+    """A client created games too fast, or has too many running (HTTP 429)."""
+
+
+class ServerBusyError(RefusedError):
+    """The server runs as many games as it may (HTTP 503)."""
+
+
+class OriginError(RefusedError):
+    """A state-changing request from a page of another origin (HTTP 403)."""
+
+
+class MediaTypeError(RefusedError):
+    """A request body that is not declared as JSON (HTTP 415)."""
+
+
 __all__ = [
     "BadRequestError",
     "GameNotFoundError",
     "GameRunningError",
+    "MediaTypeError",
     "NotFoundError",
+    "OriginError",
+    "RateLimitError",
+    "RefusedError",
     "SeatError",
+    "ServerBusyError",
     "WebConfigError",
     "WebError",
 ]

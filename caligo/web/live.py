@@ -1,17 +1,18 @@
-"""Live games of the web app: a human seat on a WebSocket against an engine seat in a thread.
+"""Live games of the web app: a human seat on a WebSocket against an engine in a worker pool.
 
 A `LiveGame` drives the play layer's `GameSession` asynchronously (docs/design.md, "The web app"):
 
 - every frame the browser receives is built by `caligo.web.seat_view.SeatTracker` from the
   session's `project(human)` messages, plus the public clocks;
-- the engine seat is the referee's `AgentSeat`, fed from `project(engine)` and asked in a worker
-  thread (`anyio.to_thread.run_sync`) under one `CapacityLimiter` shared by all games: at most
-  `max_searches` searches run at once (1 on 2 cores) and the others queue, so the event loop
-  never blocks on an engine;
+- the engine seat is an agent hosted by the server's engine workers (`caligo.play.workers`),
+  fed from `project(engine)` as jobs: the workers are shared by all games, a game waiting for
+  its player holds no process, each worker plays one move at a time (first come, first
+  served), a watchdog replaces a worker that hangs, and the event loop never blocks on an
+  engine;
 - the engine's budget is the game's "strength": a move time (capped by its own clock in a timed
   game, so it never flags: `caligo.agents.timing.strength_clock`) or an iteration budget; its
-  clock runs like the human's, and a request that waited for a free search slot reaches the
-  engine with that wait taken off its clock (`Clock.aged`);
+  clock runs like the human's, and a request that waited for its worker reaches the engine
+  with that wait taken off its clock (`Clock.aged`);
 - after its move the engine takes in its own move's observation in the background, on the
   human's time (as an engine process ponders), never on its next move's clock;
 - every ply goes to the play layer's SQLite `GameStore` (the event log), so a game in progress
@@ -34,7 +35,7 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
@@ -64,11 +65,14 @@ from caligo.play.workers import (
     make_workers,
     parse_workers,
 )
+from caligo.web.admission import UNKNOWN_CLIENT, RateLimiter
 from caligo.web.errors import (
     BadRequestError,
     GameNotFoundError,
     GameRunningError,
+    RateLimitError,
     SeatError,
+    ServerBusyError,
     WebConfigError,
     WebError,
 )
@@ -144,12 +148,18 @@ class WebConfig:
     """Seeds games deterministically (tests); None draws them from the OS."""
     first_move_ms: int = FIRST_MOVE_MS
     """A timed game whose side to move makes no first move within this time is aborted."""
+    games_per_minute: int = 10
+    """Games one client may create a minute, in bursts of as many (a token bucket); 0: any."""
+    games_per_client: int = 3
+    """Games of one client live at once (its idle ones are unloaded to make room); 0: any."""
 
     def __post_init__(self) -> None:
         if (
             self.max_live_games < 1
             or self.max_message_bytes < 64
             or self.first_move_ms < 1
+            or self.games_per_minute < 0
+            or self.games_per_client < 0
         ):
             raise WebConfigError(f"invalid web config: {self!r}")
         registry.parse_spec(self.agent)  # raises AgentSpecError quoting it
@@ -286,6 +296,8 @@ class WebGameMeta:
 _WEB_SCHEMA = """
 CREATE TABLE IF NOT EXISTS web_games (
     id TEXT PRIMARY KEY, human TEXT, agent TEXT, strength TEXT);
+CREATE TABLE IF NOT EXISTS web_paused (
+    id TEXT PRIMARY KEY, ply INTEGER, spent_ms REAL, boot TEXT, at REAL);
 """
 
 
@@ -327,6 +339,45 @@ class WebStore:
         if row is None:
             return None
         return WebGameMeta(row[0], COLOR_NAMES.index(row[1]), row[2], TimeControl.parse(row[3]))
+
+    def pause(self, game_id: str, ply: int, spent_ms: float, boot: str, at: float) -> None:
+        """Remember that game `game_id` was unloaded `spent_ms` into the turn after `ply` plies,
+        by server `boot` at its monotonic time `at` (seconds)."""
+        with self._lock, self._db:
+            self._db.execute(
+                "INSERT OR REPLACE INTO web_paused (id, ply, spent_ms, boot, at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (game_id, ply, spent_ms, boot, at),
+            )
+
+    def resume(self, game_id: str, ply: int, boot: str, now: float) -> float:
+        """Milliseconds already spent on the running turn of `game_id` (at `ply` plies) when it
+        is resumed by server `boot` at its monotonic time `now`, and forget the pause: the time
+        before the unload, plus the time since when the same server unloaded it (its clock ran
+        on); 0 when the game was not unloaded at this ply."""
+        with self._lock, self._db:
+            row = self._db.execute(
+                "SELECT ply, spent_ms, boot, at FROM web_paused WHERE id = ?", (game_id,)
+            ).fetchone()
+            if row is None:
+                return 0.0
+            self._db.execute("DELETE FROM web_paused WHERE id = ?", (game_id,))
+        if row[0] != ply:
+            return 0.0
+        spent = float(row[1])
+        if row[2] == boot:
+            spent += max(0.0, (now - float(row[3])) * 1000.0)
+        return spent
+
+    def stop_boot(self, boot: str, now: float) -> None:
+        """Server `boot` stops at its monotonic time `now`: charge the games it unloaded with
+        the time until now (their clocks ran while it served); the downtime after is free."""
+        with self._lock, self._db:
+            self._db.execute(
+                "UPDATE web_paused SET spent_ms = spent_ms + MAX(0.0, (? - at) * 1000.0), "
+                "boot = '' WHERE boot = ?",
+                (now, boot),
+            )
 
     def close(self) -> None:
         """Close both connections."""
@@ -469,9 +520,15 @@ class LiveGame:
         return not self.conns and self._engine_task is None and not self.lock.locked()
 
     async def unload(self) -> None:
-        """Stop the flag timer (the game stays as stored; its engine stays with its worker,
-        which drops it when it needs room: then it replays the transcript)."""
+        """Stop the flag timer (the game stays as stored, with the time already spent on the
+        running turn, charged when it resumes; its engine stays with its worker, which drops it
+        when it needs room: then it replays the transcript)."""
         self.unloaded = True
+        session = self.session
+        if not session.is_over() and session.to_move is not None:
+            hub = self.hub
+            hub.store.pause(self.game_id, session.ply, session.turn_elapsed_ms(), hub.boot,
+                            hub.now())
         if self._flag is not None:
             self._flag.cancel()
             self._flag = None
@@ -732,10 +789,19 @@ class LiveGame:
 
 
 class GameHub:
-    """Every live game of the server, the store, and the engine workers."""
+    """Every live game of the server, the store, the admission limits and the engine workers.
 
-    def __init__(self, config: WebConfig) -> None:
+    `now` returns monotonic seconds: the clock of every session (injectable for tests).
+    """
+
+    def __init__(self, config: WebConfig, now: Callable[[], float] = time.monotonic) -> None:
         self.config = config
+        self.now = now
+        self.boot = secrets.token_hex(8)
+        """This server run: a game it unloaded and resumes was on the clock meanwhile."""
+        self.rates = RateLimiter(config.games_per_minute, now)
+        self.owners: dict[str, str] = {}
+        """game id -> the client that created it (games created by this server run)."""
         self.store = WebStore(config.db)
         self.live: dict[str, LiveGame] = {}
         self.workers = make_workers(config.workers, init=config.worker_init, warm=config.agent)
@@ -753,14 +819,28 @@ class GameHub:
         """How the engine is named in game records (`engine_label`)."""
         return engine_label(self.config.agent, strength)
 
-    async def create(self, request: GameRequest) -> tuple[LiveGame, str]:
-        """Start a new game; return it and the human's seat token."""
+    async def create(
+        self, request: GameRequest, client: str = UNKNOWN_CLIENT
+    ) -> tuple[LiveGame, str]:
+        """Start a new game for `client` (`caligo.web.admission.client_key`); return it and the
+        human's seat token.
+
+        Admission, in order: the client's rate (RateLimitError, with the seconds to wait), its
+        live games (its idle ones are unloaded to make room, else RateLimitError), the server's
+        live games (idle ones of anybody unloaded, else ServerBusyError).
+        """
+        self.rates.check(client)
+        await self._admit_client(client)
         if len(self.live) >= self.config.max_live_games:
             await self._evict_idle()
         if len(self.live) >= self.config.max_live_games:
-            raise BadRequestError(
-                f"the server already runs {len(self.live)} games; try again later", "busy"
+            raise ServerBusyError(
+                f"the server is full: it already runs {len(self.live)} games; try again in a "
+                "minute",
+                "busy",
+                retry_after=60,
             )
+        self.rates.take(client)
         if request.color is ColorChoice.RANDOM:
             human = self._rng.randrange(2)
         else:
@@ -784,15 +864,18 @@ class GameHub:
             first_move_timeout_ms=(first_move[0], first_move[1]),
         )
         meta = WebGameMeta(game_id, human, self.config.agent, request.strength)
-        session = GameSession(config)
+        session = GameSession(config, now=self.now)
         self.store.create(session, token, meta)
         live = LiveGame(self, session, meta)
         self.live[game_id] = live
+        self.owners[game_id] = client
         await live.start()
         log.info("game %s: human %s vs %s", game_id, COLOR_NAMES[human], names[1 - human])
         return live, token
 
-    async def rematch(self, game_id: str, token: Any) -> tuple[LiveGame, str]:
+    async def rematch(
+        self, game_id: str, token: Any, client: str = UNKNOWN_CLIENT
+    ) -> tuple[LiveGame, str]:
         """A new game with the settings of finished game `game_id`, colours swapped.
 
         `token` must be the human seat of `game_id` (SeatError); the game must be a web game
@@ -810,7 +893,29 @@ class GameHub:
         config = SessionConfig.from_dict(json.loads(row.config))
         color = ColorChoice.BLACK if meta.human == 0 else ColorChoice.WHITE
         request = GameRequest(color, config.time_controls[meta.human], meta.strength)
-        return await self.create(request)
+        return await self.create(request, client)
+
+    async def _admit_client(self, client: str) -> None:
+        """Make room for one more game of `client` under `games_per_client` by unloading its
+        idle games (oldest first); RateLimitError when its games are all in use."""
+        cap = self.config.games_per_client
+        self.owners = {g: c for g, c in self.owners.items() if g in self.live}
+        mine = [self.live[g] for g, c in self.owners.items() if c == client]
+        if not cap or len(mine) < cap:
+            return
+        idle = sorted((g for g in mine if g.idle()), key=lambda g: g.last_active)
+        for live in idle[: len(mine) - cap + 1]:
+            self.forget(live)
+            await live.unload()
+            log.info("game %s unloaded (idle; its client starts another)", live.game_id)
+        running = sum(1 for g in mine if not g.unloaded)
+        if running >= cap:
+            games = "game" if running == 1 else "games"
+            raise RateLimitError(
+                f"you already have {running} {games} running (at most {cap} at once): finish, "
+                "resign or close one first",
+                "too_many_games",
+            )
 
     def check_seat(self, game_id: str, token: str | None) -> None:
         """Raise SeatError unless `token` is the human seat of `game_id`."""
@@ -839,7 +944,10 @@ class GameHub:
             meta = self.store.meta(game_id)
             if meta is None:
                 raise GameNotFoundError(f"no web game {game_id!r}")
-            session = self.store.games.load_session(game_id)
+            session = self.store.games.load_session(game_id, now=self.now)
+            if not session.is_over():  # the time its mover had spent before it was unloaded
+                spent = self.store.resume(game_id, session.ply, self.boot, self.now())
+                session.begin_turn(spent)
             live = LiveGame(self, session, meta)
             if not session.is_over():
                 self.live[game_id] = live
@@ -864,10 +972,12 @@ class GameHub:
         await self.workers.start()
 
     async def close(self) -> None:
-        """Stop timers, the workers (their games stay running in the store) and the store."""
+        """Stop timers, the workers (their games stay running in the store, with the time
+        their movers spent until now) and the store."""
         for live in list(self.live.values()):
             await live.unload()
         self.live.clear()
+        self.store.stop_boot(self.boot, self.now())
         await self.workers.close()
         self.store.close()
 

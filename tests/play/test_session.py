@@ -106,6 +106,24 @@ def test_check_flag_for_async_drivers() -> None:
     assert end is not None and end.reason is EndReason.TIME_FORFEIT and end.winner == BLACK
 
 
+def test_a_resumed_turn_is_charged_the_time_already_spent_on_it() -> None:
+    """`begin_turn(spent_ms)`: a driver resuming a turn that had lasted `spent_ms` before the
+    game was unloaded charges it (1000 ms clock - 300 ms before + 200 ms after = 500 ms)."""
+    now = FakeTime()
+    tc = TimeControl.parse("1+0")
+    s = GameSession(SessionConfig("r", time_controls=(tc, tc)), now=now)
+    now.t = 50.0
+    s.begin_turn(300.0)
+    assert s.clock_ms(WHITE) == 700 and s.turn_elapsed_ms() == pytest.approx(300.0)
+    now.t += 0.2
+    assert s.clock_ms(WHITE) == 500
+    s.play(WHITE, code(s, "e2e4"))
+    assert s.clock_ms(WHITE) == 500 and s.clock_ms(BLACK) == 1000
+    for bad in (-1.0, float("inf"), float("nan")):
+        with pytest.raises(SessionError, match="time spent"):
+            s.begin_turn(bad)
+
+
 def test_first_move_rule_clock_starts_after_each_sides_first_move() -> None:
     """lichess's and chess.com's opening rule (`first_move_timeout_ms`): a side's first move is
     free on its clock and earns no increment; its clock runs from its second move on."""

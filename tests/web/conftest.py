@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,9 +36,14 @@ class Server:
         seed: int = 1,
         agent: str = "random",
         first_move_seconds: float | None = None,
+        options: tuple[str, ...] = (),
+        nofile: int | None = None,
     ) -> None:
+        """`options`: more `caligo web serve` options; `nofile`: the server's descriptor
+        limit (RLIMIT_NOFILE, set in the child before it starts)."""
         self.db, self.seed, self.agent = db, seed, agent
         self.first_move_seconds = first_move_seconds
+        self.options, self.nofile = options, nofile
         self.port = port
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
@@ -44,10 +51,18 @@ class Server:
 
     def start(self) -> None:
         cmd = serve_argv(
-            self.db, self.port, self.agent, self.seed, first_move_seconds=self.first_move_seconds
+            self.db, self.port, self.agent, self.seed, first_move_seconds=self.first_move_seconds,
+            options=self.options,
         )
+        nofile = self.nofile
+
+        def limit() -> None:
+            if nofile is not None:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
         self.proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+            preexec_fn=limit,
         )
         deadline = time.monotonic() + _STARTUP_S
         assert self.proc.stdout is not None
@@ -62,7 +77,18 @@ class Server:
                 break
         else:
             raise RuntimeError("server did not print its URL")
+        self.output: list[str] = []
+        threading.Thread(target=self._drain, args=(self.proc.stdout,), daemon=True).start()
         self._wait_ready()
+
+    def _drain(self, stream: Any) -> None:
+        """Keep reading the server's output (a full pipe would stop it); keep its last lines."""
+        try:
+            for line in stream:
+                self.output.append(line)
+                del self.output[:-200]
+        except (OSError, ValueError):  # closed by `stop`
+            pass
 
     def _wait_ready(self) -> None:
         import httpx2

@@ -37,6 +37,7 @@ from caligo.fow.transcript import Transcript
 from caligo.fow.view import view_data
 from caligo.web import WebConfig, create_app
 from caligo.web.errors import WebConfigError
+from caligo.web.guard import GuardConfig
 from tests.agents.test_belief_map import check_picture
 from tests.web.helpers import (
     CountingAgent,
@@ -48,9 +49,18 @@ from tests.web.helpers import (
 
 register_test_agents()
 
+TEST_HOST = GuardConfig(allowed_hosts=("testserver",))
+"""The TestClient's requests name the host `testserver`."""
+JSON = {"Content-Type": "application/json"}
+
 
 def _client(db: Path, agent: str = "random", **kw: Any) -> TestClient:
-    return TestClient(create_app(WebConfig(db=str(db), agent=agent, seed=7, **kw)))
+    """A client of the app; these tests create games faster than a person, so the per-client
+    limits are off unless a test sets them (tests/web/test_admission.py tests them)."""
+    kw.setdefault("games_per_minute", 0)
+    kw.setdefault("games_per_client", 0)
+    app = create_app(WebConfig(db=str(db), agent=agent, seed=7, **kw), TEST_HOST)
+    return TestClient(app)
 
 
 @pytest.fixture
@@ -172,10 +182,10 @@ def test_bad_game_requests_are_refused(client: TestClient, body: Any, quoted: st
 
 
 def test_malformed_and_oversized_request_bodies(client: TestClient) -> None:
-    r = client.post("/api/games", content=b"{not json")
+    r = client.post("/api/games", content=b"{not json", headers=JSON)
     assert r.status_code == 400 and "{not json" in r.json()["error"]
-    r = client.post("/api/games", content=b"{" + b" " * 5000 + b"}")
-    assert r.status_code == 400 and "too large" in r.json()["error"]
+    r = client.post("/api/games", content=b"{" + b" " * 5000 + b"}", headers=JSON)
+    assert r.status_code == 413 and "too large" in r.json()["error"]
     assert new_game(client)["game"]  # and the server goes on
 
 
@@ -491,8 +501,10 @@ def test_rematch_same_settings_colours_swapped(client: TestClient) -> None:
     ):
         r = client.post(f"/api/games/{game['game']}/rematch", json=bad)
         assert r.status_code == status, (bad, r.text)
-    r = client.post(f"/api/games/{game['game']}/rematch", content=b"{" + b" " * 5000 + b"}")
-    assert r.status_code == 400 and "too large" in r.json()["error"]
+    r = client.post(
+        f"/api/games/{game['game']}/rematch", content=b"{" + b" " * 5000 + b"}", headers=JSON
+    )
+    assert r.status_code == 413 and "too large" in r.json()["error"]
     other = new_game(client, "black")  # a seat of another game holds no seat in this one
     r = client.post(f"/api/games/{game['game']}/rematch", json={"seat": other["seat"]})
     assert r.status_code == 403

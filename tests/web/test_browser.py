@@ -46,10 +46,10 @@ class Player:
         self.promotions = 0
 
     def wait_turn(self) -> dict[str, Any]:
-        self.page.wait_for_function(
+        wait_until(
+            self.page,
             "live && live.state && !live.pending && "
             "(live.state.your_turn || live.state.status === 'over')",
-            timeout=30_000,
         )
         return self.page.evaluate("live.state")  # type: ignore[no-any-return]
 
@@ -121,6 +121,23 @@ class Player:
                 return state
             uci = self.choose(state)
             self.move(state, uci)
+
+
+def wait_until(page: Any, expression: str, timeout_s: float = 30.0) -> Any:
+    """Poll `expression` in the page until it is truthy, and return it.
+
+    Not Playwright's `wait_for_function`: it evaluates its predicate with `eval`, which the
+    page's Content-Security-Policy forbids (no 'unsafe-eval'); `evaluate` goes through the
+    DevTools protocol, which a page's CSP does not govern. So every browser test runs under
+    the real policy.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = page.evaluate(expression)
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"not true after {timeout_s:g} s: {expression}"
+        time.sleep(0.05)
 
 
 def record_frames(page: Any) -> list[str]:
@@ -430,12 +447,12 @@ def test_a_game_survives_a_server_restart(browser: Any, server: Server, artifact
     before = player.play(until_ply=8)
     assert before["status"] == "playing"
     server.stop(kill=True)  # no shutdown hook runs: only what each ply committed survives
-    page.wait_for_function("document.querySelector('#status').textContent.includes('reconnect')")
+    wait_until(page, "document.querySelector('#status').textContent.includes('reconnect')")
     server.start()  # the same port and database
-    page.wait_for_function(
+    wait_until(
+        page,
         f"live.state && live.state.ply === {before['ply']} && "
         "!document.querySelector('#status').textContent.includes('reconnect')",
-        timeout=30_000,
     )
     resumed = page.evaluate("live.state")
     for key in ("ply", "view", "moves", "material", "your_turn"):

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from caligo.web import WebConfig, create_app
 from caligo.web.errors import BadRequestError
+from caligo.web.guard import GuardConfig
 from caligo.web.live import ClientKind, parse_client_message
 
 FRAME_LIMIT = 4096
@@ -54,8 +55,10 @@ def test_a_hostile_frame_is_a_bad_json_error(text: str, named: str) -> None:
 
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[TestClient]:
-    app = create_app(WebConfig(db=str(tmp_path / "g.sqlite"), agent="random", seed=7))
-    with TestClient(app) as c:
+    config = WebConfig(db=str(tmp_path / "g.sqlite"), agent="random", seed=7, games_per_minute=0,
+                       games_per_client=0)
+    limits = GuardConfig(allowed_hosts=("testserver",))
+    with TestClient(create_app(config, limits)) as c:
         yield c
 
 
@@ -83,7 +86,8 @@ def test_a_hostile_request_body_is_a_400_not_a_500(
     client: TestClient, text: str, named: str
 ) -> None:
     body = text.replace('"type":"move","uci":"e2e4","ply"', '"tc"').replace('"type":"sync",', "")
-    r = client.post("/api/games", content=body.encode())
+    r = client.post("/api/games", content=body.encode(),
+                    headers={"Content-Type": "application/json"})
     assert r.status_code == 400, (body[:40], r.status_code, r.text[:200])
     assert named in r.json()["error"]
     assert client.post("/api/games", json={}).status_code == 201  # and the server goes on

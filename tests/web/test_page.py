@@ -35,6 +35,7 @@ from tests.web.test_browser import (
     check_sent,
     record_events,
     start_game,
+    wait_until,
 )
 
 pytestmark = pytest.mark.browser
@@ -227,7 +228,7 @@ def test_premove_and_keyboard_entry_play_the_intended_move(browser: Any, tmp_pat
         state = player.wait_turn()
         page.fill("#move-input", "e2e4")  # UCI
         page.press("#move-input", "Enter")
-        page.wait_for_function("live.state.ply === 1")  # the engine thinks for 1.5 s
+        wait_until(page, "live.state.ply === 1")  # the engine thinks for 1.5 s
         page.click("#board [data-square=g1]")
         dests = page.eval_on_selector_all(
             "#board .sq.dest.pre-dest", "els => els.map(e => e.dataset.square).sort()"
@@ -240,26 +241,26 @@ def test_premove_and_keyboard_entry_play_the_intended_move(browser: Any, tmp_pat
         )
         assert premoved == ["f3", "g1"]
         assert check_sent(events) == 1  # nothing was sent for the premove
-        page.wait_for_function("live.state.ply >= 3")  # played as soon as the turn came
+        wait_until(page, "live.state.ply >= 3")  # played as soon as the turn came
         state = player.wait_turn()
         assert [m["uci"] for m in state["moves"]][:3] == ["e2e4", None, "g1f3"]
         page.fill("#move-input", "Nc3")  # SAN
         page.press("#move-input", "Enter")
-        page.wait_for_function("live.state.ply === 5")
+        wait_until(page, "live.state.ply === 5")
         page.fill("#move-input", "d2d4")  # typed during the engine's turn: a premove
         page.press("#move-input", "Enter")
         assert page.evaluate("live.premove") == "d2d4"
         page.click("#board [data-square=d2]", button="right")  # cancelled
         assert page.evaluate("live.premove") is None
-        page.wait_for_function("live.state.ply === 6 && live.state.your_turn")
+        wait_until(page, "live.state.ply === 6 && live.state.your_turn")
         assert page.evaluate("live.pending") is not True  # nothing was played for it
         page.fill("#move-input", "a3")
         page.press("#move-input", "Enter")
-        page.wait_for_function("live.state.ply === 7")
+        wait_until(page, "live.state.ply === 7")
         page.fill("#move-input", "f3d2")  # onto its own pawn: illegal when the turn comes
         page.press("#move-input", "Enter")
         assert page.evaluate("live.premove") == "f3d2"
-        page.wait_for_function("live.state.ply === 8 && live.state.your_turn")
+        wait_until(page, "live.state.ply === 8 && live.state.your_turn")
         assert page.evaluate("live.premove") is None and page.evaluate("live.pending") is not True
         assert "cancelled" in page.inner_text("#toast")
         page.fill("#move-input", "Nz9")  # nonsense is refused on the page
@@ -297,7 +298,7 @@ def test_no_first_move_aborts_and_rematch_swaps_colours(
         reveal = page.request.get(f"{server.url}api/games/{old}").json()
         assert (reveal["result"], reveal["termination"]) == ("*", "aborted")
         page.click("#result-rematch")
-        page.wait_for_function(f"live && live.id !== '{old}' && live.state")
+        wait_until(page, f"live && live.id !== '{old}' && live.state")
         state = page.evaluate("live.state")
         assert state["color"] == "black" and state["tc"] == "180+2"
         assert state["opponent"] == opponent

@@ -18,6 +18,7 @@ from fastapi.testclient import TestClient
 from caligo.agents.obscuro import stockfish_available
 from caligo.web import WebConfig, create_app
 from tests.play.test_workers import _descendants
+from tests.web.test_api import TEST_HOST
 
 needs_sf = pytest.mark.skipif(not stockfish_available(),
                               reason="Debian's stockfish is not installed")
@@ -40,7 +41,8 @@ def _state(ws, until_ply: int) -> dict:  # type: ignore[no-untyped-def, type-arg
 @needs_sf
 def test_idle_games_hold_no_engine_process(tmp_path: Path) -> None:
     app = create_app(WebConfig(db=str(tmp_path / "g.sqlite"), agent="obscuro", seed=3,
-                               workers="processes:2", max_live_games=50))
+                               workers="processes:2", max_live_games=50,
+                               games_per_minute=0, games_per_client=0), TEST_HOST)
     with TestClient(app) as c:
         games = [_new(c, ("white", "black")[i % 2]) for i in range(20)]
         for g in games[1::2]:  # the engine moved first in the games where the human is Black
@@ -56,7 +58,8 @@ def test_idle_games_hold_no_engine_process(tmp_path: Path) -> None:
 
 def test_a_killed_worker_is_replaced_and_its_game_goes_on(tmp_path: Path) -> None:
     app = create_app(WebConfig(db=str(tmp_path / "g.sqlite"),
-                               agent="obscuro:eval=simple", seed=5, workers="processes:1"))
+                               agent="obscuro:eval=simple", seed=5, workers="processes:1"),
+                     TEST_HOST)
     with TestClient(app) as c:
         g = _new(c, "black")
         with c.websocket_connect(f"/ws/games/{g['game']}?seat={g['seat']}") as ws:

@@ -293,12 +293,34 @@ async function openLobby() {
   gamesTable($("lobby-games"), games);
 }
 
+// Why the server refused a new game, in words for the player: a full server (503), too many
+// games started or running from this address (429), anything else with the server's message.
+function refusal(status, data, retryAfter) {
+  const wait = Number(data.retry_after || retryAfter) || 0;
+  const later = wait ? " Try again in " + waitText(wait) + "." : "";
+  if (status === 503) return "The server is full: it is running as many games as it can." +
+    (later || " Try again in a minute.");
+  if (status === 429 && data.code === "too_many_games") return cap(data.error) + ".";
+  if (status === 429) return "You started too many games in a short time." + later;
+  return data.error || "the server answered " + status + ".";
+}
+
+function waitText(seconds) {
+  if (seconds < 60) return seconds + (seconds === 1 ? " second" : " seconds");
+  const m = Math.ceil(seconds / 60);
+  return m + (m === 1 ? " minute" : " minutes");
+}
+
 async function postGame(url, body) {
-  const r = await fetch(url, {
-    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
-  });
-  const data = await r.json();
-  if (!r.ok) throw new Error(data.error || r.statusText);
+  let r;
+  try {
+    r = await fetch(url, {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+    });
+  } catch (e) { throw new Error("the server does not answer."); }
+  let data = {};
+  try { data = await r.json(); } catch (e) { data = {}; }
+  if (!r.ok) throw new Error(refusal(r.status, data, r.headers.get("Retry-After")));
   seats.put(data.game, data.seat);
   location.hash = "#/game/" + data.game;
 }
@@ -360,7 +382,8 @@ class LiveGame {
     const url = proto + "://" + location.host + "/ws/games/" + this.id + "?seat=" + encodeURIComponent(this.token);
     const ws = new WebSocket(url);
     this.ws = ws;
-    ws.onopen = () => { this.delay = 500; };
+    // say something at once: the server closes a socket that sends nothing (an idle one)
+    ws.onopen = () => { this.delay = 500; ws.send(JSON.stringify({ type: "sync" })); };
     ws.onmessage = (ev) => {
       if (this.closed) return;
       const f = JSON.parse(ev.data);
@@ -371,9 +394,15 @@ class LiveGame {
       if (this.closed || ws !== this.ws) return;
       if (ev.code === 4403) return;
       if (this.state && this.state.status === "over") return;
-      this.setStatus("Connection lost, reconnecting…", "warn");
+      if (ev.code === 4429) {  // this address holds too many game connections
+        this.setStatus("Not connected: " + (ev.reason || "too many connections") +
+          ". Close other Caligo tabs; retrying…", "warn");
+        this.delay = 8000;
+      } else {
+        this.setStatus("Connection lost, reconnecting…", "warn");
+      }
       setTimeout(() => { if (!this.closed) this.connect(); }, this.delay);
-      this.delay = Math.min(this.delay * 2, 4000);
+      this.delay = Math.min(this.delay * 2, ev.code === 4429 ? 30000 : 4000);
     };
   }
 
