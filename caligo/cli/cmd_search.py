@@ -5,7 +5,8 @@
   2), one row per budget; `--json` / `--csv` write the rows.
 - `caligo search run GAME [--seat S | --infoset NAME] [--budget N] [switches]`: one search at a
   first decision, printing the `SearchResult` (policy, purified policy, tree size, timings).
-- `caligo search study [--out DIR] [--games ...] [--short]`: the full grid of docs/search.md,
+- `caligo search study [--grid exploitability|constructions] [--out DIR] [--games ...] [--short]`:
+  the grids of docs/search.md,
   resumable (rows are appended to DIR/study.jsonl as they finish), then CSV, JSON and the PNG.
 """
 
@@ -63,7 +64,9 @@ def _budgets(text: str) -> list[int]:
 
 def _config(args: argparse.Namespace, budget: int) -> SearchConfig:
     kw: dict[str, Any] = {"budget": Iterations(budget), "expansions": args.expansions,
-                          "gifts": not args.no_gifts, "min_roots": args.min_roots}
+                          "gifts": not args.no_gifts, "min_roots": args.min_roots,
+                          "order2_blend": args.order2_blend, "order2_floor": args.order2_floor,
+                          "knowledge_order": args.knowledge_order}
     for name, kind, _ in _SWITCHES:
         kw[name] = kind(getattr(args, name))
     return SearchConfig(**kw)
@@ -145,9 +148,13 @@ def _run(args: argparse.Namespace) -> int:
 def _study(args: argparse.Namespace) -> int:
     from caligo.search import study
 
-    out = Path(args.out)
-    games = tuple(args.games.split(";")) if args.games else study.GAMES
-    variants = study.VARIANTS
+    if args.grid not in study.GRIDS:
+        raise ValueError(f"unknown grid {args.grid!r}; known: {', '.join(study.GRIDS)}")
+    grid = study.GRIDS[args.grid]
+    out = Path(args.out if args.out is not None else
+               "docs/search" if grid.name == "exploitability" else f"docs/search/{grid.name}")
+    games = tuple(args.games.split(";")) if args.games else grid.games
+    variants = grid.variants
     if args.variants:
         want = set(args.variants.split(","))
         unknown = want - {v.label for v in variants}
@@ -157,9 +164,9 @@ def _study(args: argparse.Namespace) -> int:
         variants = tuple(v for v in variants if v.label in want)
     if not args.plot_only:
         study.run_study(out, games, variants, short=args.short,
-                        progress=lambda msg: print(msg, flush=True))
+                        progress=lambda msg: print(msg, flush=True), grid=grid)
     rows = study.load_rows(out / "study.jsonl")
-    for p in [*study.write_tables(rows, out), study.plot(rows, out / "study.png")]:
+    for p in [*study.write_tables(rows, out, grid), study.plot(rows, out / "study.png", grid)]:
         print(f"wrote {p}")
     return 0
 
@@ -168,7 +175,16 @@ def register(sub: Any) -> None:
     """Add `caligo search exploitability|run|study`."""
     p = sub.add_parser("search", help="growing-tree search: exact exploitability of the agent")
     ss = p.add_subparsers(dest="search_command", required=True)
-    e = ss.add_parser("exploitability", help="exact exploitability of the search agent")
+    e = ss.add_parser(
+        "exploitability", help="exact exploitability of the search agent",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+        "  caligo search exploitability leduc_poker --budget 1000 --subgame klss --evaluator "
+        "zero\n"
+        "  caligo search exploitability kuhn_poker --subgame blend --order2-blend 0.1\n"
+        "  caligo search exploitability leduc_poker --subgame klss --knowledge-order 3\n"
+        "  caligo search exploitability leduc_poker --expansion one_sided --expansions 250 "
+        "--budget 1000 --seeds 3")
     r = ss.add_parser("run", help="one search at a first decision; print the SearchResult")
     for q in (e, r):
         q.add_argument("game", help="a game string (OpenSpiel or built-in)")
@@ -189,6 +205,16 @@ def register(sub: Any) -> None:
         q.add_argument("--min-roots", dest="min_roots", type=int, default=256)
         q.add_argument("--no-gifts", dest="no_gifts", action="store_true",
                        help="no gift estimates in the alternate values")
+        q.add_argument("--order2-blend", dest="order2_blend", type=float, default=0.5,
+                       help="--subgame blend: share b of the re-optimized strategy in the "
+                       "searcher's order-2 play (0 = klss, 1 = kluss; default 0.5)")
+        q.add_argument("--order2-floor", dest="order2_floor", type=float, default=0.0,
+                       help="--subgame safe_kluss: how far (in units of the largest payoff, "
+                       "per unit of reach) order-2 play may fall below the blueprint against "
+                       "the opponent's current strategy (default 0)")
+        q.add_argument("--knowledge-order", dest="knowledge_order", type=int, default=1,
+                       help="k of k-KLSS (odd): keep I^(k+1), the order-2 region starts "
+                       "outside I^k (default 1; 3 with --subgame klss is 3-KLSS)")
         for name, kind, default in _SWITCHES:
             q.add_argument("--" + name.replace("_", "-"), dest=name, default=default,
                            choices=[k.value for k in kind])
@@ -196,8 +222,12 @@ def register(sub: Any) -> None:
     e.add_argument("--csv", default=None, help="write the rows as CSV")
     e.set_defaults(func=_exploitability)
     r.set_defaults(func=_run)
-    s = ss.add_parser("study", help="the exploitability grid of docs/search.md (resumable)")
-    s.add_argument("--out", default="docs/search", help="output directory (default docs/search)")
+    s = ss.add_parser("study", help="the exploitability grids of docs/search.md (resumable)")
+    s.add_argument("--grid", default="exploitability",
+                   help="exploitability (issue 7, default) or constructions (issue 18: the "
+                   "subgames between 1-KLSS and KLUSS, with head-to-head values)")
+    s.add_argument("--out", default=None, help="output directory (default docs/search for the "
+                   "exploitability grid, docs/search/GRID otherwise)")
     s.add_argument("--games", default=None, help="';'-separated game strings (default: all)")
     s.add_argument("--variants", default=None, help="comma-separated variant labels")
     s.add_argument("--short", action="store_true", help="budgets 10, 100, 1000 only")

@@ -60,12 +60,39 @@ class Expansion(enum.Enum):
 
 
 class SubgameKind(enum.Enum):
-    """Which knowledge-limited subgame is built at a decision (seed 001 C.6; ablation 2)."""
+    """Which knowledge-limited subgame is built at a decision (seed 001 C.6; ablation 2).
+
+    The kept set is I^2 for every kind but COMMON_KNOWLEDGE; the kinds differ in how the
+    searcher plays at its *order-2* nodes, the nodes of I^2 \\ I and everything below them
+    (`caligo.search.construct`, "Order-2 play"):
+
+    - KLUSS: re-optimized (2-KLUSS, seed 001 C.6);
+    - KLSS: frozen at the blueprint (1-KLSS, Zhang and Sandholm 2021);
+    - KLSS_ROOT: frozen at the searcher's first decision below each root outside I (the
+      infosets parallel to I, which have a real blueprint from the previous search), and
+      re-optimized at every later decision (whose blueprint is a shallow guess, seed 001 C.6
+      remark 3);
+    - BLEND: the fixed mixture (1 - b) blueprint + b re-optimized at every order-2 infoset,
+      b = `SearchConfig.order2_blend` (b = 0 is KLSS, b = 1 is KLUSS);
+    - SAFE_KLUSS: re-optimized, but never worse than the blueprint against the opponent's
+      current strategy by more than `SearchConfig.order2_floor` per unit of reach: the
+      Safe-KLSS margin of Liu, Fu, Fu and Yang (ICML 2023), "Opponent-limited online search
+      for imperfect information games", kept as a floor at every order-2 infoset.
+    """
 
     KLUSS = "kluss"  # 2-KLUSS (Obscuro): the searcher's nodes in I^2 \\ I are re-optimized
     KLSS = "klss"  # 1-KLSS (ZS21): they (and everything below them) are frozen at the blueprint
     COMMON_KNOWLEDGE = "common_knowledge"  # I^inf within the carried tree: classic subgame
     # solving (safe with best-response alternate values; not an Obscuro option)
+    KLSS_ROOT = "klss_root"  # 1-KLSS at the order-2 root decisions, re-optimized below them
+    BLEND = "blend"  # (1 - b) blueprint + b re-optimized at the order-2 infosets
+    SAFE_KLUSS = "safe_kluss"  # re-optimized with a floor at the blueprint's value minus a margin
+
+    @property
+    def marks_order2(self) -> bool:
+        """Whether the construction flags the order-2 region (every kind but KLUSS and
+        COMMON_KNOWLEDGE)."""
+        return self not in (SubgameKind.KLUSS, SubgameKind.COMMON_KNOWLEDGE)
 
 
 class GadgetMode(enum.Enum):
@@ -186,7 +213,12 @@ class SearchConfig:
     values. max_nodes: the arena's node capacity (it never grows during a search).
     expanders: expander threads (THREADED only); expander_batch: walks an expander makes per
     claim, expanded with one game call and one evaluator call (amortises Python per leaf).
-    seed: the root of every random choice.
+    seed: the root of every random choice. order2_blend: b of `SubgameKind.BLEND`, the share of
+    the re-optimized strategy in the searcher's order-2 play. order2_floor: the margin of
+    `SubgameKind.SAFE_KLUSS`, in units of the game's largest payoff per unit of reach.
+    knowledge_order: k of Zhang and Sandholm's k-KLSS (odd): the kept set is I^(k+1) and the
+    order-2 region starts at the roots outside I^k (1: Obscuro's 2-KLUSS and ZS21's 1-KLSS;
+    3: 3-KLSS, whose re-optimized infosets of the searcher are complete, and 4-KLUSS).
     """
 
     budget: Iterations | Seconds = field(default_factory=lambda: Iterations(1000))
@@ -214,6 +246,9 @@ class SearchConfig:
     expander_batch: int = 8
     max_nodes: int = 2_000_000
     seed: int = 0
+    order2_blend: float = 0.5
+    order2_floor: float = 0.0
+    knowledge_order: int = 1
 
     def __post_init__(self) -> None:
         if not isinstance(self.budget, Iterations | Seconds):
@@ -239,7 +274,7 @@ class SearchConfig:
             raise SearchConfigError("an Iterations budget needs an expansion count "
                                     "(or Expansion.FULL)")
         for name, lo in (("max_support", 1), ("min_roots", 0), ("expanders", 1),
-                         ("expander_batch", 1), ("max_nodes", 16)):
+                         ("expander_batch", 1), ("max_nodes", 16), ("knowledge_order", 1)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < lo:
                 raise SearchConfigError(f"{name} must be an int >= {lo}, got {v!r}")
@@ -249,7 +284,7 @@ class SearchConfig:
         ):
             raise SearchConfigError(f"max_roots must be a positive int or None, got "
                                     f"{self.max_roots!r}")
-        for name in ("puct_c", "explore_mix", "solver_tail"):
+        for name in ("puct_c", "explore_mix", "solver_tail", "order2_blend", "order2_floor"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
                 raise SearchConfigError(f"{name} must be a finite number, got {v!r}")
@@ -259,6 +294,13 @@ class SearchConfig:
             raise SearchConfigError(f"explore_mix must be in [0, 1], got {self.explore_mix!r}")
         if not 0.0 <= self.solver_tail < 1.0:
             raise SearchConfigError(f"solver_tail must be in [0, 1), got {self.solver_tail!r}")
+        if self.knowledge_order % 2 != 1:
+            raise SearchConfigError(f"knowledge_order must be odd (k of k-KLSS), got "
+                                    f"{self.knowledge_order!r}")
+        if not 0.0 <= self.order2_blend <= 1.0:
+            raise SearchConfigError(f"order2_blend must be in [0, 1], got {self.order2_blend!r}")
+        if self.order2_floor < 0.0:
+            raise SearchConfigError(f"order2_floor must be >= 0, got {self.order2_floor!r}")
         if not isinstance(self.gifts, bool):
             raise SearchConfigError(f"gifts must be a bool, got {self.gifts!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int | np.integer):

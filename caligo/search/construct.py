@@ -50,9 +50,12 @@ from numba import njit
 
 from caligo.search.arena import (
     EXPANDED,
+    F_BLEND,
+    F_FLOOR,
     F_PMAX,
     F_UTIL_SCALE,
     FROZEN,
+    FROZEN_ROOT,
     GADGET,
     GADGET_BLEND,
     GADGET_MAXMARGIN,
@@ -68,9 +71,13 @@ from caligo.search.arena import (
     M_KEY_MODE,
     M_MAX_DEPTH,
     M_NODES,
+    M_ORDER2,
     M_ROOTS,
     M_SEARCHER,
     M_SLOTS,
+    ORDER2_BLEND,
+    ORDER2_FLOOR,
+    ORDER2_FROZEN,
     Arena,
     InfosetArrays,
     NodeArrays,
@@ -321,6 +328,8 @@ def _compact_kernel(
                     n_sl.q_sqsum[s] = 0.0
                     n_sl.support_since[s] = -1
                     n_sl.avg[s] = 0.0
+                    n_sl.anchor[s] = o_strat[os0 + a]
+                    n_sl.learn[s] = o_strat[os0 + a]
                 meta[M_INFOSETS] = g_new + 1
                 meta[M_SLOTS] = s0 + cnt
             else:
@@ -328,7 +337,9 @@ def _compact_kernel(
                 if n_inf.n_actions[g_new] != cnt or n_inf.parent_seq[g_new] != n_nd.seq[k, p]:
                     return MISMATCH
             n_nd.infoset[k] = g_new
-        frozen = n_nd.flags[k] & FROZEN
+        frozen = n_nd.flags[k] & (FROZEN | FROZEN_ROOT)
+        if (frozen & FROZEN_ROOT) != 0 and p == searcher:
+            frozen = np.uint8(0)  # KLSS_ROOT: the region ends below our first decision
         d = n_nd.depth[k] + 1
         if d > maxd:
             maxd = d
@@ -407,7 +418,7 @@ class _Group:
     P: float  # blueprint reach for the Resolve prior
     old: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     q_old: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    in_i_old: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
+    inner_old: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
     states: list[int] = field(default_factory=list)
     players: list[int] = field(default_factory=list)
     values: list[float] = field(default_factory=list)
@@ -574,8 +585,11 @@ def build_kluss(
         x[i_nodes] = 1.0
     # nodes of I outside the cap are not ours to keep
     capped = (nd.player[:n] == searcher) & (nd.key[:n, searcher] == np.uint64(cur_key)) & ~is_i
-    hops = 0 if config.subgame is SubgameKind.COMMON_KNOWLEDGE else 1
-    in_k = knowledge_set(nd.key[:n], alive & ~capped, is_i, hops)
+    k = config.knowledge_order
+    hops = 0 if config.subgame is SubgameKind.COMMON_KNOWLEDGE else k
+    in_k = knowledge_set(nd.key[:n], alive & ~capped, is_i, hops)  # I^(k+1)
+    # I^k: the roots outside it start the order-2 region (k = 1: I itself)
+    inner = is_i if k == 1 else knowledge_set(nd.key[:n], alive & ~capped, is_i, k - 1)
     under = np.zeros(n, dtype=np.bool_)
     _under_kernel(nd.parent, n, old.n_roots, in_k, under)
     roots = np.flatnonzero(in_k & ~under).astype(np.int64)
@@ -643,7 +657,7 @@ def build_kluss(
         groups.append(_Group(
             key=int(uniq[order[j]]), alt=float(alt[j]), gift=float(gifts[j]),
             sigma=float(sigma[j]), P=float(P[j]), old=rs, q_old=cx[rs] / D[j],
-            in_i_old=is_i[rs],
+            inner_old=inner[rs],
         ))
     carried_i = int(np.count_nonzero(is_i & in_k))
 
@@ -744,7 +758,8 @@ def _materialize(old: Arena, new: Arena, groups: list[_Group], strat: np.ndarray
                           f"{new.capacity.roots}")
     nd, rt = new.nodes, new.roots
     old_of = np.full(new.capacity.nodes, -1, dtype=np.int32)
-    klss = config.subgame is SubgameKind.KLSS
+    mark = config.subgame.marks_order2
+    o2_flag = FROZEN | FROZEN_ROOT if config.subgame is SubgameKind.KLSS_ROOT else FROZEN
     r = 0
     carried_roots: list[int] = []
     for j, grp in enumerate(groups):
@@ -756,7 +771,7 @@ def _materialize(old: Arena, new: Arena, groups: list[_Group], strat: np.ndarray
             raise SearchError(f"arena capacity {new.capacity.nodes} too small for the roots")
         for i, o in enumerate(grp.old.tolist()):
             _copy_root(nd, r, old.nodes, o, float(q[i]), j, opp,
-                       klss and not bool(grp.in_i_old[i]))
+                       o2_flag if mark and not bool(grp.inner_old[i]) else np.uint8(0))
             old_of[r] = o
             carried_roots.append(o)
             r += 1
@@ -766,7 +781,8 @@ def _materialize(old: Arena, new: Arena, groups: list[_Group], strat: np.ndarray
             nd.first_child[r] = -1
             nd.num_children[r] = 0
             nd.player[r] = grp.players[i]
-            nd.flags[r] = FROZEN if (klss and not grp.in_i_new[i]) else 0
+            inner = grp.in_i_new[i] or config.knowledge_order > 1  # sampled roots are in I^2
+            nd.flags[r] = o2_flag if (mark and not inner) else 0
             nd.claim[r] = 0
             nd.action[r] = -1
             nd.chance_prob[r] = q[grp.old.size + i]
@@ -829,6 +845,9 @@ def _materialize(old: Arena, new: Arena, groups: list[_Group], strat: np.ndarray
     rt.res_regret[:m] = 0.0
     rt.res_pred[:m] = 0.0
     rt.res_strat[:m] = 0.5
+    new.meta[M_ORDER2] = _ORDER2_MODE[config.subgame]
+    new.fmeta[F_BLEND] = config.order2_blend
+    new.fmeta[F_FLOOR] = config.order2_floor * util_scale
     init_weights(new)
     t = new.table
     status = _compact_kernel(
@@ -850,6 +869,12 @@ def _materialize(old: Arena, new: Arena, groups: list[_Group], strat: np.ndarray
     )
 
 
+_ORDER2_MODE = {SubgameKind.KLUSS: ORDER2_FROZEN, SubgameKind.COMMON_KNOWLEDGE: ORDER2_FROZEN,
+                SubgameKind.KLSS: ORDER2_FROZEN, SubgameKind.KLSS_ROOT: ORDER2_FROZEN,
+                SubgameKind.BLEND: ORDER2_BLEND, SubgameKind.SAFE_KLUSS: ORDER2_FLOOR}
+"""How each subgame kind plays its order-2 infosets (KLUSS and common knowledge mark none)."""
+
+
 def init_weights(arena: Arena) -> None:
     """w_J from the root regret minimizers' current strategies (Fig. 10 line 12)."""
     m = arena.n_j
@@ -867,12 +892,12 @@ def init_weights(arena: Arena) -> None:
 
 
 def _copy_root(nd: NodeArrays, r: int, on: NodeArrays, o: int, q: float, j: int, opp: int,
-               frozen: bool) -> None:
+               order2: np.uint8) -> None:
     nd.parent[r] = -1
     nd.first_child[r] = -1
     nd.num_children[r] = 0
     nd.player[r] = on.player[o]
-    nd.flags[r] = FROZEN if frozen else 0
+    nd.flags[r] = order2
     nd.claim[r] = 0
     nd.action[r] = on.action[o]
     nd.chance_prob[r] = q
