@@ -1,8 +1,9 @@
 """Sub-commands of the search area.
 
-- `caligo search exploitability GAME [--budget 10,100,1000] [--seeds R] [switches]`: the exact
-  exploitability of the search agent (both seats, seed 000's definition per seat and NashConv /
-  2), one row per budget; `--json` / `--csv` write the rows.
+- `caligo search exploitability GAME [--budget 10,100,1000] [--seeds R] [--preset P] [switches]`:
+  the exact exploitability of the search agent (both seats, seed 000's definition per seat and
+  NashConv / 2), one row per budget; `--json` / `--csv` write the rows. `--preset` picks the
+  construction (`caligo.search.config.PRESETS`), explicit switches override it.
 - `caligo search run GAME [--seat S | --infoset NAME] [--budget N] [switches]`: one search at a
   first decision, printing the `SearchResult` (policy, purified policy, tree size, timings).
 - `caligo search study [--grid exploitability|constructions] [--out DIR] [--games ...] [--short]`:
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from caligo.search.config import (
+    PRESETS,
     AlternateValues,
     CarryOver,
     EvaluatorKind,
@@ -30,16 +32,19 @@ from caligo.search.config import (
     InitialStrategy,
     Iterate,
     Iterations,
+    Preset,
     Purification,
     ResolvePrior,
+    RootExpansion,
     RootInfosets,
     SearchConfig,
     SubgameKind,
 )
 
-_SWITCHES: tuple[tuple[str, type[enum.Enum], str], ...] = (
+_SWITCHES: tuple[tuple[str, type[enum.Enum], str | None], ...] = (
     ("expansion", Expansion, "full"),
-    ("subgame", SubgameKind, "kluss"),
+    ("subgame", SubgameKind, None),  # None: the preset's
+    ("root_expansion", RootExpansion, None),
     ("gadget", GadgetMode, "blend"),
     ("resolve_prior", ResolvePrior, "blueprint_mix"),
     ("alternate_values", AlternateValues, "blueprint"),
@@ -63,12 +68,17 @@ def _budgets(text: str) -> list[int]:
 
 
 def _config(args: argparse.Namespace, budget: int) -> SearchConfig:
-    kw: dict[str, Any] = {"budget": Iterations(budget), "expansions": args.expansions,
-                          "gifts": not args.no_gifts, "min_roots": args.min_roots,
-                          "order2_blend": args.order2_blend, "order2_floor": args.order2_floor,
-                          "knowledge_order": args.knowledge_order}
+    """The switches on top of the preset's construction (an explicit flag wins)."""
+    kw: dict[str, Any] = dict(PRESETS[Preset(args.preset)])
+    kw.update({"budget": Iterations(budget), "expansions": args.expansions,
+               "gifts": not args.no_gifts, "min_roots": args.min_roots,
+               "order2_blend": args.order2_blend, "order2_floor": args.order2_floor})
     for name, kind, _ in _SWITCHES:
-        kw[name] = kind(getattr(args, name))
+        if getattr(args, name) is not None:
+            kw[name] = kind(getattr(args, name))
+    for name in ("knowledge_order", "root_floor"):
+        if getattr(args, name) is not None:
+            kw[name] = getattr(args, name)
     return SearchConfig(**kw)
 
 
@@ -151,8 +161,7 @@ def _study(args: argparse.Namespace) -> int:
     if args.grid not in study.GRIDS:
         raise ValueError(f"unknown grid {args.grid!r}; known: {', '.join(study.GRIDS)}")
     grid = study.GRIDS[args.grid]
-    out = Path(args.out if args.out is not None else
-               "docs/search" if grid.name == "exploitability" else f"docs/search/{grid.name}")
+    out = Path(args.out if args.out is not None else grid.out)
     games = tuple(args.games.split(";")) if args.games else grid.games
     variants = grid.variants
     if args.variants:
@@ -184,7 +193,9 @@ def register(sub: Any) -> None:
         "  caligo search exploitability kuhn_poker --subgame blend --order2-blend 0.1\n"
         "  caligo search exploitability leduc_poker --subgame klss --knowledge-order 3\n"
         "  caligo search exploitability leduc_poker --expansion one_sided --expansions 250 "
-        "--budget 1000 --seeds 3")
+        "--budget 1000 --seeds 3\n"
+        "  caligo search exploitability leduc_poker --preset safe --budget 100,1000,10000 "
+        "--evaluator zero")
     r = ss.add_parser("run", help="one search at a first decision; print the SearchResult")
     for q in (e, r):
         q.add_argument("game", help="a game string (OpenSpiel or built-in)")
@@ -212,22 +223,40 @@ def register(sub: Any) -> None:
                        help="--subgame safe_kluss: how far (in units of the largest payoff, "
                        "per unit of reach) order-2 play may fall below the blueprint against "
                        "the opponent's current strategy (default 0)")
-        q.add_argument("--knowledge-order", dest="knowledge_order", type=int, default=1,
+        q.add_argument("--knowledge-order", dest="knowledge_order", type=int, default=None,
                        help="k of k-KLSS (odd): keep I^(k+1), the order-2 region starts "
-                       "outside I^k (default 1; 3 with --subgame klss is 3-KLSS)")
+                       "outside I^k (default: the preset's, 1; 3 with --subgame klss is "
+                       "3-KLSS)")
+        q.add_argument("--root-floor", dest="root_floor", type=float, default=None,
+                       help="eps: the share of the Resolve prior in the root weights, so no "
+                       "root's outcome weighs zero (default: the preset's; obscuro 0, safe "
+                       "0.05)")
+        q.add_argument("--preset", default="obscuro", choices=[p.value for p in Preset],
+                       help="the construction (subgame, knowledge order, root expansion, root "
+                       "floor) before the flags above: obscuro (seed 001, default) or safe "
+                       "(issue 18; docs/search.md)")
         for name, kind, default in _SWITCHES:
             q.add_argument("--" + name.replace("_", "-"), dest=name, default=default,
-                           choices=[k.value for k in kind])
+                           choices=[k.value for k in kind],
+                           help="(default: the preset's)" if default is None else None)
     e.add_argument("--json", default=None, help="write the rows and the config as JSON")
     e.add_argument("--csv", default=None, help="write the rows as CSV")
     e.set_defaults(func=_exploitability)
     r.set_defaults(func=_run)
-    s = ss.add_parser("study", help="the exploitability grids of docs/search.md (resumable)")
+    s = ss.add_parser("study", help="the exploitability grids of docs/search.md (resumable)",
+                      formatter_class=argparse.RawDescriptionHelpFormatter,
+                      epilog="examples:\n"
+                      "  caligo search study                                 issue 7's grid "
+                      "into docs/search\n"
+                      "  caligo search study --grid constructions            issue 18's grid "
+                      "into docs/search/safe\n"
+                      "  caligo search study --grid constructions --out docs/search/safe "
+                      "--games kuhn_poker --short")
     s.add_argument("--grid", default="exploitability",
                    help="exploitability (issue 7, default) or constructions (issue 18: the "
                    "subgames between 1-KLSS and KLUSS, with head-to-head values)")
-    s.add_argument("--out", default=None, help="output directory (default docs/search for the "
-                   "exploitability grid, docs/search/GRID otherwise)")
+    s.add_argument("--out", default=None, help="output directory (default: the grid's, "
+                   "docs/search or docs/search/safe)")
     s.add_argument("--games", default=None, help="';'-separated game strings (default: all)")
     s.add_argument("--variants", default=None, help="comma-separated variant labels")
     s.add_argument("--short", action="store_true", help="budgets 10, 100, 1000 only")

@@ -88,6 +88,7 @@ F_ROOT_VALUE = 1  # searcher's counterfactual value at its empty sequence, last 
 F_UTIL_SCALE = 2
 F_BLEND = 3  # ORDER2_BLEND: the share b of the re-optimized strategy
 F_FLOOR = 4  # ORDER2_FLOOR: the margin per unit of reach, in utility units
+F_ROOT_FLOOR = 5  # eps: the share of the prior alpha in the root weights w
 F_LEN = 8
 
 ORDER2_FROZEN = 0  # 1-KLSS: the blueprint (the anchor), never updated

@@ -19,6 +19,7 @@ from caligo.errors import CaligoError
 from caligo.subgame.gadget import AlternateValues, ResolvePrior
 
 __all__ = [
+    "PRESETS",
     "AlternateValues",
     "CarryOver",
     "EvaluatorKind",
@@ -29,8 +30,10 @@ __all__ = [
     "InitialStrategy",
     "Iterate",
     "Iterations",
+    "Preset",
     "Purification",
     "ResolvePrior",
+    "RootExpansion",
     "RootInfosets",
     "Schedule",
     "SearchConfig",
@@ -40,6 +43,7 @@ __all__ = [
     "Seconds",
     "SubgameKind",
     "TimeSplit",
+    "preset",
 ]
 
 
@@ -93,6 +97,15 @@ class SubgameKind(enum.Enum):
         """Whether the construction flags the order-2 region (every kind but KLUSS and
         COMMON_KNOWLEDGE)."""
         return self not in (SubgameKind.KLUSS, SubgameKind.COMMON_KNOWLEDGE)
+
+
+class RootExpansion(enum.Enum):
+    """Which roots of the subgame are expanded when it is built (`caligo.search.construct`)."""
+
+    NONE = "none"  # Obscuro: a root grows only when an expansion walk reaches it
+    INFOSET = "infoset"  # every root in our own infoset gets its children at construction, so
+    # every position of P in the subgame answers to our strategy there (a leaf root is a
+    # constant: our move cannot change its value, however it ends one ply down)
 
 
 class GadgetMode(enum.Enum):
@@ -219,6 +232,11 @@ class SearchConfig:
     knowledge_order: k of Zhang and Sandholm's k-KLSS (odd): the kept set is I^(k+1) and the
     order-2 region starts at the roots outside I^k (1: Obscuro's 2-KLUSS and ZS21's 1-KLSS;
     3: 3-KLSS, whose re-optimized infosets of the searcher are complete, and 4-KLUSS).
+    root_expansion: which roots are expanded at construction (`RootExpansion`). root_floor:
+    eps, the share of the Resolve prior alpha(J) in the gadget opponent's root weights:
+    w_J = (1 - eps) w_J(gadget) + eps alpha(J), so no root's outcome ever weighs zero (a
+    restricted opponent in the sense of Johanson, Zinkevich and Bowling 2008, "Computing robust
+    counter-strategies"; 0 is Obscuro).
     """
 
     budget: Iterations | Seconds = field(default_factory=lambda: Iterations(1000))
@@ -249,6 +267,8 @@ class SearchConfig:
     order2_blend: float = 0.5
     order2_floor: float = 0.0
     knowledge_order: int = 1
+    root_expansion: RootExpansion = RootExpansion.NONE
+    root_floor: float = 0.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.budget, Iterations | Seconds):
@@ -259,6 +279,7 @@ class SearchConfig:
             ("purification", Purification), ("iterate", Iterate), ("carry_over", CarryOver),
             ("first_decision", FirstDecision), ("root_infosets", RootInfosets),
             ("initial_strategy", InitialStrategy), ("schedule", Schedule),
+            ("root_expansion", RootExpansion),
         ):  # fmt: skip
             _enum(name, getattr(self, name), kind)
         if self.expansions is not None and (
@@ -284,7 +305,8 @@ class SearchConfig:
         ):
             raise SearchConfigError(f"max_roots must be a positive int or None, got "
                                     f"{self.max_roots!r}")
-        for name in ("puct_c", "explore_mix", "solver_tail", "order2_blend", "order2_floor"):
+        for name in ("puct_c", "explore_mix", "solver_tail", "order2_blend", "order2_floor",
+                     "root_floor"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
                 raise SearchConfigError(f"{name} must be a finite number, got {v!r}")
@@ -299,6 +321,8 @@ class SearchConfig:
                                     f"{self.knowledge_order!r}")
         if not 0.0 <= self.order2_blend <= 1.0:
             raise SearchConfigError(f"order2_blend must be in [0, 1], got {self.order2_blend!r}")
+        if not 0.0 <= self.root_floor <= 1.0:
+            raise SearchConfigError(f"root_floor must be in [0, 1], got {self.root_floor!r}")
         if self.order2_floor < 0.0:
             raise SearchConfigError(f"order2_floor must be >= 0, got {self.order2_floor!r}")
         if not isinstance(self.gifts, bool):
@@ -307,6 +331,30 @@ class SearchConfig:
             raise SearchConfigError(f"seed must be an int, got {self.seed!r}")
         if self.schedule is Schedule.DETERMINISTIC and isinstance(self.budget, Seconds):
             raise SearchConfigError("the deterministic schedule needs an Iterations budget")
+
+
+class Preset(enum.Enum):
+    """Named constructions (`PRESETS`; `preset`): the fields of `SearchConfig` that decide the
+    subgame at a decision, nothing else (budget, expansion, purification stay the caller's)."""
+
+    OBSCURO = "obscuro"  # seed 001: 2-KLUSS, roots grow when walks reach them, no floor
+    SAFE = "safe"  # issue 18 (docs/search.md, "A safe-and-strong preset"): 1-KLSS, every root
+    # of our infoset expanded at construction, and a 5% floor of the prior on the root weights
+
+
+PRESETS: dict[Preset, dict[str, object]] = {
+    Preset.OBSCURO: {"subgame": SubgameKind.KLUSS, "knowledge_order": 1,
+                     "root_expansion": RootExpansion.NONE, "root_floor": 0.0},
+    Preset.SAFE: {"subgame": SubgameKind.KLSS, "knowledge_order": 1,
+                  "root_expansion": RootExpansion.INFOSET, "root_floor": 0.05},
+}
+
+
+def preset(which: Preset, **overrides: object) -> SearchConfig:
+    """A `SearchConfig` with the preset's construction fields, then `overrides`."""
+    if not isinstance(which, Preset):
+        raise SearchConfigError(f"preset must be a Preset, got {which!r}")
+    return SearchConfig(**{**PRESETS[which], **overrides})  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

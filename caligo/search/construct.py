@@ -53,6 +53,7 @@ from caligo.search.arena import (
     F_BLEND,
     F_FLOOR,
     F_PMAX,
+    F_ROOT_FLOOR,
     F_UTIL_SCALE,
     FROZEN,
     FROZEN_ROOT,
@@ -87,8 +88,10 @@ from caligo.search.config import (
     AlternateValues,
     CarryOver,
     GadgetMode,
+    InitialStrategy,
     Iterate,
     ResolvePrior,
+    RootExpansion,
     RootInfosets,
     SearchConfig,
     SearchError,
@@ -418,7 +421,7 @@ class _Group:
     P: float  # blueprint reach for the Resolve prior
     old: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     q_old: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    inner_old: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
+    in_i_old: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))  # in I^k
     states: list[int] = field(default_factory=list)
     players: list[int] = field(default_factory=list)
     values: list[float] = field(default_factory=list)
@@ -657,7 +660,7 @@ def build_kluss(
         groups.append(_Group(
             key=int(uniq[order[j]]), alt=float(alt[j]), gift=float(gifts[j]),
             sigma=float(sigma[j]), P=float(P[j]), old=rs, q_old=cx[rs] / D[j],
-            inner_old=inner[rs],
+            in_i_old=inner[rs],
         ))
     carried_i = int(np.count_nonzero(is_i & in_k))
 
@@ -672,8 +675,38 @@ def build_kluss(
                          searcher, nd)
 
     # 5-6. the new arena
-    return _materialize(old, new, groups, strat, game, config, searcher, util_scale,
+    info = _materialize(old, new, groups, strat, game, config, searcher, util_scale,
                         carried_i, sampled, v_star, cur_key)
+    # 7. roots in our infoset get their children (RootExpansion.INFOSET)
+    if config.root_expansion is RootExpansion.INFOSET:
+        expand_infoset_roots(new, game, evaluator, cur_key, config)
+    return info
+
+
+def expand_infoset_roots(arena: Arena, game: SearchGame, evaluator: Evaluator, cur_key: int,
+                         config: SearchConfig) -> int:
+    """Expand every unexpanded non-terminal root in the searcher's infoset `cur_key` (module
+    docstring, step 7); returns how many. One game and one evaluator call for all of them."""
+    from caligo.search import expand as X
+
+    nr = arena.n_roots
+    nd = arena.nodes
+    s = arena.searcher
+    todo = np.flatnonzero((nd.player[:nr] == s) & (nd.key[:nr, s] == np.uint64(cur_key))
+                          & ((nd.flags[:nr] & EXPANDED) == 0)).astype(np.int32)
+    if todo.size == 0:
+        return 0
+    nd.claim[todo] = 1
+    ex = X.Expander(arena, game, evaluator, config.seed)
+    pending = ex.expand(todo)
+    if pending is None:
+        raise SearchError(f"arena capacity {arena.capacity.nodes} too small to expand the "
+                          f"{todo.size} roots of our infoset")
+    status = X.commit(arena, pending, config.initial_strategy is InitialStrategy.UNIFORM)
+    if status != OK:
+        raise SearchError("the game gave one infoset two action sets at the roots of our "
+                          "infoset (perfect recall broken)")
+    return int(todo.size)
 
 
 def _sample_outside(game: SearchGame, belief: Belief, nd: NodeArrays, i_nodes: np.ndarray,
@@ -771,7 +804,7 @@ def _materialize(old: Arena, new: Arena, groups: list[_Group], strat: np.ndarray
             raise SearchError(f"arena capacity {new.capacity.nodes} too small for the roots")
         for i, o in enumerate(grp.old.tolist()):
             _copy_root(nd, r, old.nodes, o, float(q[i]), j, opp,
-                       o2_flag if mark and not bool(grp.inner_old[i]) else np.uint8(0))
+                       o2_flag if mark and not bool(grp.in_i_old[i]) else np.uint8(0))
             old_of[r] = o
             carried_roots.append(o)
             r += 1
@@ -848,6 +881,7 @@ def _materialize(old: Arena, new: Arena, groups: list[_Group], strat: np.ndarray
     new.meta[M_ORDER2] = _ORDER2_MODE[config.subgame]
     new.fmeta[F_BLEND] = config.order2_blend
     new.fmeta[F_FLOOR] = config.order2_floor * util_scale
+    new.fmeta[F_ROOT_FLOOR] = config.root_floor
     init_weights(new)
     t = new.table
     status = _compact_kernel(
@@ -888,6 +922,9 @@ def init_weights(arena: Arena) -> None:
         rt.w[:m] = rt.alpha[:m] * enter
     else:
         rt.w[:m] = p_max * rt.alpha[:m] * enter + (1.0 - p_max) * rt.mm_strat[:m]
+    eps = float(arena.fmeta[F_ROOT_FLOOR])
+    if eps > 0.0:
+        rt.w[:m] = (1.0 - eps) * rt.w[:m] + eps * rt.alpha[:m]
     arena.fmeta[F_PMAX] = p_max
 
 

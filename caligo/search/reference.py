@@ -21,6 +21,7 @@ from caligo.search.arena import (
     F_BLEND,
     F_FLOOR,
     F_PMAX,
+    F_ROOT_FLOOR,
     F_ROOT_VALUE,
     GADGET,
     GADGET_MAXMARGIN,
@@ -184,14 +185,16 @@ def _gadget(arena: Arena, cfv_j: list[float]) -> None:
             _prm_plus(reg, pred, st, [util[j], 0.0])
             rt.res_regret[j], rt.res_pred[j], rt.res_strat[j] = reg, pred, st
             p_max = max(p_max, st[0])
+    eps = float(arena.fmeta[F_ROOT_FLOOR])
     for j in range(m):
         enter = float(rt.res_strat[j, 0])
         if mode == GADGET_MAXMARGIN:
-            rt.w[j] = rt.mm_strat[j]
+            w = float(rt.mm_strat[j])
         elif mode == GADGET_RESOLVE:
-            rt.w[j] = rt.alpha[j] * enter
+            w = float(rt.alpha[j]) * enter
         else:
-            rt.w[j] = p_max * rt.alpha[j] * enter + (1 - p_max) * rt.mm_strat[j]
+            w = p_max * float(rt.alpha[j]) * enter + (1 - p_max) * float(rt.mm_strat[j])
+        rt.w[j] = w if eps == 0.0 else (1.0 - eps) * w + eps * float(rt.alpha[j])
     arena.fmeta[F_PMAX] = p_max
 
 

@@ -45,8 +45,10 @@ is worth u_J = u_cf_opp(J) + c_J, where c_J = sigma_J (v_alt(J) - g(J)) is the t
 searcher's utility (Maxmargin pays the searcher sum_h q_h v(h) - c_J; `caligo.subgame.gadget`
 writes the same number into B). Maxmargin: one PRM+ over the J; Resolve: per J a PRM+ over
 ENTER (u_J) and EXIT (0); p_max = max_J P(enter J); w_J = p_max alpha_J P(enter J) +
-(1 - p_max) P_mm(J). A uniform rescaling of one regret minimizer's utilities (the prior alpha
-of Resolve's counterfactual reach) changes no strategy, so alpha enters only through w.
+(1 - p_max) P_mm(J), then, with the root floor eps = fmeta[F_ROOT_FLOOR] > 0,
+w_J <- (1 - eps) w_J + eps alpha_J (`SearchConfig.root_floor`). A uniform rescaling of one
+regret minimizer's utilities (the prior alpha of Resolve's counterfactual reach) changes no
+strategy, so alpha enters only through w.
 
 Status codes: OK = 0.
 """
@@ -61,6 +63,7 @@ from caligo.search.arena import (
     F_BLEND,
     F_FLOOR,
     F_PMAX,
+    F_ROOT_FLOOR,
     F_ROOT_VALUE,
     GADGET,
     GADGET_MAXMARGIN,
@@ -371,13 +374,15 @@ def _gadget_kernel(update: bool, inf: InfosetArrays, sl: SlotArrays, rt: RootArr
             _prm_plus(rt.res_regret[j], rt.res_pred[j], rt.res_strat[j], two, 0, 2)
             if rt.res_strat[j, 0] > p_max:
                 p_max = rt.res_strat[j, 0]
+    eps = fmeta[F_ROOT_FLOOR]
     for j in range(m):
         if mode == GADGET_MAXMARGIN:
-            rt.w[j] = rt.mm_strat[j]
+            w = rt.mm_strat[j]
         elif mode == GADGET_RESOLVE:
-            rt.w[j] = rt.alpha[j] * rt.res_strat[j, 0]
+            w = rt.alpha[j] * rt.res_strat[j, 0]
         else:
-            rt.w[j] = p_max * rt.alpha[j] * rt.res_strat[j, 0] + (1.0 - p_max) * rt.mm_strat[j]
+            w = p_max * rt.alpha[j] * rt.res_strat[j, 0] + (1.0 - p_max) * rt.mm_strat[j]
+        rt.w[j] = w if eps == 0.0 else (1.0 - eps) * w + eps * rt.alpha[j]
     fmeta[F_PMAX] = p_max
     return OK
 

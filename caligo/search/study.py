@@ -43,6 +43,7 @@ from caligo.search.config import (
     Iterations,
     Purification,
     ResolvePrior,
+    RootExpansion,
     RootInfosets,
     SearchConfig,
     SubgameKind,
@@ -152,40 +153,51 @@ CONSTRUCTION_GAMES = (
 CONSTRUCTION_BUDGETS = (10, 100, 1000, 10000)
 ONE_SIDED_BUDGETS = (1000, 10000)
 ONE_SIDED_RATIO = 0.25  # expansions per iteration, as the FoW engine's default
-CONSTRUCTIONS: tuple[tuple[str, dict[str, Any], str], ...] = (
-    ("kluss", {}, "Obscuro's 2-KLUSS (seed 001 C.6)"),
-    ("klss", {"subgame": SubgameKind.KLSS}, "1-KLSS (Zhang and Sandholm 2021)"),
+_FIX: dict[str, Any] = {"root_expansion": RootExpansion.INFOSET, "root_floor": 0.05}
+CONSTRUCTIONS: tuple[tuple[str, dict[str, Any], str, bool], ...] = (
+    # (label, overrides, note, also with one-sided GT-CFR)
+    ("kluss", {}, "Obscuro's 2-KLUSS (seed 001 C.6)", True),
+    ("klss", {"subgame": SubgameKind.KLSS}, "1-KLSS (Zhang and Sandholm 2021)", True),
     ("klss_root", {"subgame": SubgameKind.KLSS_ROOT},
-     "1-KLSS at the order-2 root decisions, re-optimized below"),
+     "1-KLSS at the order-2 root decisions, re-optimized below", True),
     ("blend0.5", {"subgame": SubgameKind.BLEND, "order2_blend": 0.5},
-     "order-2 play 1/2 blueprint + 1/2 re-optimized"),
+     "order-2 play 1/2 blueprint + 1/2 re-optimized", False),
     ("blend0.1", {"subgame": SubgameKind.BLEND, "order2_blend": 0.1},
-     "order-2 play 9/10 blueprint + 1/10 re-optimized"),
+     "order-2 play 9/10 blueprint + 1/10 re-optimized", True),
     ("safe_kluss", {"subgame": SubgameKind.SAFE_KLUSS, "order2_floor": 0.0},
-     "KLUSS with the Safe-KLSS floor (Liu et al. 2023) at the order-2 infosets"),
+     "KLUSS with the Safe-KLSS floor (Liu et al. 2023) at the order-2 infosets", False),
     ("klss3", {"subgame": SubgameKind.KLSS, "knowledge_order": 3},
-     "3-KLSS (Zhang and Sandholm 2021, k = 3): order-2 re-optimized with complete infosets"),
+     "3-KLSS (Zhang and Sandholm 2021, k = 3): order-2 re-optimized with complete infosets",
+     True),
     ("kluss3", {"subgame": SubgameKind.KLUSS, "knowledge_order": 3},
-     "4-KLUSS: I^4 kept, nothing frozen"),
+     "4-KLUSS: I^4 kept, nothing frozen", False),
     ("common_knowledge", {"subgame": SubgameKind.COMMON_KNOWLEDGE},
-     "the common-knowledge closure in the carried tree (reference)"),
+     "the common-knowledge closure in the carried tree (reference)", False),
+    ("kluss+fix", dict(_FIX), "KLUSS with the decided-loss fix (roots expanded, floor 0.05)",
+     True),
+    ("klss+fix", {"subgame": SubgameKind.KLSS, **_FIX}, "1-KLSS with the decided-loss fix",
+     True),
+    ("klss3+fix", {"subgame": SubgameKind.KLSS, "knowledge_order": 3, **_FIX},
+     "3-KLSS with the decided-loss fix", True),
 )
 
 
-def construction_variants(constructions: tuple[tuple[str, dict[str, Any], str], ...]
+def construction_variants(constructions: tuple[tuple[str, dict[str, Any], str, bool], ...]
                           = CONSTRUCTIONS) -> tuple[Variant, ...]:
-    """Each construction with full expansion (zero evaluator, one seed) and with one-sided
-    GT-CFR (`ONE_SIDED_RATIO` expansions per iteration, perfect-information leaves, three
-    seeds, label prefix `os:`), purification off and on (suffix `+purify`)."""
+    """Each construction with full expansion (zero evaluator, one seed) and, where its flag
+    says so, with one-sided GT-CFR (`ONE_SIDED_RATIO` expansions per iteration,
+    perfect-information leaves, three seeds, label prefix `os:`), purification off and on
+    (suffix `+purify`)."""
     out = []
-    for label, over, note in constructions:
+    for label, over, note, one_sided in constructions:
         for purify in (False, True):
             tag = "+purify" if purify else ""
             ov = {**over, "purification": Purification.STABLE_TOP3} if purify else dict(over)
             out.append(Variant(label + tag, ov, budgets=CONSTRUCTION_BUDGETS, note=note))
-            out.append(Variant("os:" + label + tag, {**ov, "expansion": Expansion.ONE_SIDED},
-                               EvaluatorKind.PERFECT_INFO, 3, ONE_SIDED_BUDGETS, note,
-                               expand_ratio=ONE_SIDED_RATIO))
+            if one_sided:
+                out.append(Variant("os:" + label + tag, {**ov, "expansion": Expansion.ONE_SIDED},
+                                   EvaluatorKind.PERFECT_INFO, 3, ONE_SIDED_BUDGETS, note,
+                                   expand_ratio=ONE_SIDED_RATIO))
     return tuple(out)
 
 
@@ -206,6 +218,7 @@ class Grid:
     work_label: str = "obscuro"
     profiles: bool = False
     budgets: tuple[int, ...] = BUDGETS
+    out: str = "docs/search"  # the default output directory (relative to the repository)
 
 
 @dataclass(frozen=True)
@@ -419,10 +432,10 @@ def write_tables(rows: list[Row], out: Path, grid: Grid | None = None) -> list[P
         srows = strength_rows(rows, out, grid)
         spath = out / "strength.csv"
         with spath.open("w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(StrengthRow.__dataclass_fields__))
-            w.writeheader()
+            dw = csv.DictWriter(f, fieldnames=list(StrengthRow.__dataclass_fields__))
+            dw.writeheader()
             for sr in srows:
-                w.writerow(dataclasses.asdict(sr))
+                dw.writerow(dataclasses.asdict(sr))
         smd = out / "strength.md"
         smd.write_text(strength_markdown(srows))
         paths += [spath, smd]
@@ -435,9 +448,10 @@ PLOTTED = ("obscuro", "obscuro+purify", "klss", "common_knowledge", "ck_safe", "
 GRIDS: dict[str, Grid] = {
     "exploitability": Grid("exploitability", GAMES, VARIANTS, PLOTTED),
     "constructions": Grid("constructions", CONSTRUCTION_GAMES, construction_variants(),
-                          tuple(c[0] for c in CONSTRUCTIONS) + ("pcfr+_last",),
+                          (*(c[0] for c in CONSTRUCTIONS if c[0] not in ("kluss3", "klss3+fix")),
+                           "pcfr+_last"),
                           baselines=False, work_label="kluss", profiles=True,
-                          budgets=CONSTRUCTION_BUDGETS),
+                          budgets=CONSTRUCTION_BUDGETS, out="docs/search/safe"),
 }
 """The studies `caligo search study --grid NAME` runs: issue 7's exploitability grid
 (docs/search/) and issue 18's constructions between 1-KLSS and KLUSS (docs/search/safe/)."""
@@ -606,8 +620,8 @@ def plot_constructions(rows: list[Row], path: Path, grid: Grid) -> Path:
     fams = FAMILIES
     fig, axes = plt.subplots(len(games), len(fams), figsize=(4.0 * len(fams), 3.2 * len(games)),
                              squeeze=False)
-    handles: dict[str, object] = {}
-    cmap = plt.get_cmap("tab10")
+    handles: dict[str, Any] = {}
+    cmap = plt.get_cmap("tab20")
     for gi, game in enumerate(games):
         for fi, (prefix, suffix) in enumerate(fams):
             ax = axes[gi][fi]
@@ -618,9 +632,9 @@ def plot_constructions(rows: list[Row], path: Path, grid: Grid) -> Path:
                 if not pts:
                     continue
                 xs, ys = zip(*pts, strict=True)
-                style = "--" if label.startswith("pcfr") else "-"
+                style = "--" if label.startswith("pcfr") else "-." if "+fix" in label else "-"
                 (line,) = ax.plot(xs, [max(y, 1e-6) for y in ys], style, marker="o", ms=3,
-                                  color="gray" if label.startswith("pcfr") else cmap(ci % 10),
+                                  color="gray" if label.startswith("pcfr") else cmap(ci % 20),
                                   label=label)
                 handles.setdefault(label, line)
             ax.axhline(0.05 if "leduc" in game else 0.01, ls=":", color="red", lw=0.8)
