@@ -28,13 +28,14 @@ from typing import Any
 import numpy as np
 
 from caligo.experiments.runner import Column, ExperimentError, Table, write_outputs
-from caligo.search.config import RootExpansion
+from caligo.search.config import PRESETS, Preset, RootExpansion
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "obscuro": {},
     "expand roots": {"root_expansion": RootExpansion.INFOSET},
     "root floor 0.05": {"root_floor": 0.05},
     "expand roots + floor 0.05": {"root_expansion": RootExpansion.INFOSET, "root_floor": 0.05},
+    "safe preset": dict(PRESETS[Preset.SAFE]),
 }
 """Search-configuration changes tried at each decision (on top of the engine's own)."""
 

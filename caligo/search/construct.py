@@ -36,6 +36,27 @@ reach=True)`, which the tests use as its oracle on fully expanded trees:
    iterate (and, with `CarryOver.PROFILE_AND_REGRETS`, the regrets). 1-KLSS
    (`SubgameKind.KLSS`) marks everything below the roots outside I frozen: ▲'s infosets there
    keep the blueprint.
+7. `RootExpansion.INFOSET`: every root in ▲'s infoset that is still a leaf (the roots sampled
+   in step 4, and carried ones the previous search never grew) gets its children now, with one
+   game call and one evaluator call for all of them (`expand_infoset_roots`). A leaf root's
+   value is a constant of the iterations, so without this a position of P enters the subgame
+   without ever answering to ▲'s strategy at I: nothing ▲ plays there can lose it, not even a
+   move after which the opponent takes the king (docs/search.md, "Decided losses under
+   unlikely roots").
+
+Order-2 play. `SearchConfig.knowledge_order` = k (odd, ZS21's k-KLSS): K = I^(k+1) (step 2
+with k hops), and the *order-2 region* is everything below the roots of K outside I^k (k = 1:
+outside I). Every kind but KLUSS and COMMON_KNOWLEDGE flags those roots FROZEN (KLSS_ROOT also
+FROZEN_ROOT: the region ends below ▲'s first decision on each path, in the compaction here and
+when the expansion appends children), and ▲'s infosets created at flagged nodes are IFROZEN;
+`meta[M_ORDER2]` tells the solver how they play (frozen; a fixed blend with weight b; or the
+learned strategy held at a floor below the blueprint: `caligo.search.solver`). The blueprint
+they start from is kept in the slots' `anchor` (and `learn`, the learned strategy).
+
+Root weights. `SearchConfig.root_floor` eps: the gadget opponent's root weights become
+(1 - eps) w_J + eps alpha(J) (`init_weights` here, the gadget update in the solver), so every
+root keeps at least eps alpha(J) >= eps / (2m) of weight: a loss under any root costs the
+searcher at least that share of it.
 
 Status codes: OK = 0, FULL = 1, MISMATCH = 2.
 """
