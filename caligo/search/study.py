@@ -621,20 +621,25 @@ def plot_constructions(rows: list[Row], path: Path, grid: Grid) -> Path:
     fig, axes = plt.subplots(len(games), len(fams), figsize=(4.0 * len(fams), 3.2 * len(games)),
                              squeeze=False)
     handles: dict[str, Any] = {}
-    cmap = plt.get_cmap("tab20")
+    cmap = plt.get_cmap("tab10")
+    bases = [lab for lab in grid.plotted if "+fix" not in lab and not lab.startswith("pcfr")]
     for gi, game in enumerate(games):
         for fi, (prefix, suffix) in enumerate(fams):
             ax = axes[gi][fi]
-            for ci, label in enumerate(grid.plotted):
+            for label in grid.plotted:
                 full = label if label.startswith("pcfr") else prefix + label + suffix
                 pts = sorted((r.budget, r.nashconv_half) for r in rows
                              if r.game == game and r.label == full and r.budget > 0)
                 if not pts:
                     continue
                 xs, ys = zip(*pts, strict=True)
-                style = "--" if label.startswith("pcfr") else "-." if "+fix" in label else "-"
-                (line,) = ax.plot(xs, [max(y, 1e-6) for y in ys], style, marker="o", ms=3,
-                                  color="gray" if label.startswith("pcfr") else cmap(ci % 20),
+                base = label.replace("+fix", "")
+                fix = "+fix" in label
+                color = ("black" if label.startswith("pcfr") else
+                         cmap(bases.index(base) % 10) if base in bases else "gray")
+                style = "--" if label.startswith("pcfr") else "-." if fix else "-"
+                (line,) = ax.plot(xs, [max(y, 1e-6) for y in ys], style,
+                                  marker="x" if fix else "o", ms=4 if fix else 3, color=color,
                                   label=label)
                 handles.setdefault(label, line)
             ax.axhline(0.05 if "leduc" in game else 0.01, ls=":", color="red", lw=0.8)
@@ -649,8 +654,9 @@ def plot_constructions(rows: list[Row], path: Path, grid: Grid) -> Path:
             ax.grid(True, which="both", alpha=0.3)
     fig.legend(list(handles.values()), list(handles), fontsize=8, loc="lower center",
                ncol=min(len(handles), 6),
-               title="values below 1e-6 drawn at 1e-6; red dotted: the goal (Kuhn 0.01, "
-                     "Leduc 0.05)", title_fontsize=7)
+               title="values below 1e-6 drawn at 1e-6 (several constructions reach 0 and "
+                     "overlap there); dash-dot x: with the decided-loss fix; red dotted: the goal "
+                     "(Kuhn 0.01, Leduc 0.05)", title_fontsize=7)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
