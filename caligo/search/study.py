@@ -428,8 +428,8 @@ def write_tables(rows: list[Row], out: Path, grid: Grid | None = None) -> list[P
     md_path = out / "study.md"
     md_path.write_text(markdown(rows, grid))
     paths = [csv_path, json_path, md_path]
-    if grid.profiles:
-        srows = strength_rows(rows, out, grid)
+    srows = strength_rows(rows, out, grid) if grid.profiles else []
+    if srows:  # a checkout without the (uncommitted) profiles keeps the tables it has
         spath = out / "strength.csv"
         with spath.open("w", newline="") as f:
             dw = csv.DictWriter(f, fieldnames=list(StrengthRow.__dataclass_fields__))
