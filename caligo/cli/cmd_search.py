@@ -233,8 +233,9 @@ def register(sub: Any) -> None:
                        "0.05)")
         q.add_argument("--preset", default="obscuro", choices=[p.value for p in Preset],
                        help="the construction (subgame, knowledge order, root expansion, root "
-                       "floor) before the flags above: obscuro (seed 001, default) or safe "
-                       "(issue 18; docs/search.md)")
+                       "floor) before the flags above: obscuro (seed 001, default), safe "
+                       "(issue 18: 1-KLSS with the decided-loss fix; docs/search.md) or "
+                       "obscuro_fix (KLUSS with the fix)")
         for name, kind, default in _SWITCHES:
             q.add_argument("--" + name.replace("_", "-"), dest=name, default=default,
                            choices=[k.value for k in kind],

@@ -338,8 +338,9 @@ class Preset(enum.Enum):
     subgame at a decision, nothing else (budget, expansion, purification stay the caller's)."""
 
     OBSCURO = "obscuro"  # seed 001: 2-KLUSS, roots grow when walks reach them, no floor
-    SAFE = "safe"  # issue 18 (docs/search.md, "A safe-and-strong preset"): 1-KLSS, every root
-    # of our infoset expanded at construction, and a 5% floor of the prior on the root weights
+    SAFE = "safe"  # issue 18 (docs/search.md, "The presets and the recommendation"): 1-KLSS,
+    # every root of our infoset expanded at construction, a 5% floor of the prior on the weights
+    OBSCURO_FIX = "obscuro_fix"  # Obscuro's KLUSS with the same decided-loss fix
 
 
 PRESETS: dict[Preset, dict[str, object]] = {
@@ -347,6 +348,8 @@ PRESETS: dict[Preset, dict[str, object]] = {
                      "root_expansion": RootExpansion.NONE, "root_floor": 0.0},
     Preset.SAFE: {"subgame": SubgameKind.KLSS, "knowledge_order": 1,
                   "root_expansion": RootExpansion.INFOSET, "root_floor": 0.05},
+    Preset.OBSCURO_FIX: {"subgame": SubgameKind.KLUSS, "knowledge_order": 1,
+                         "root_expansion": RootExpansion.INFOSET, "root_floor": 0.05},
 }
 
 

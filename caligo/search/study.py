@@ -179,6 +179,12 @@ CONSTRUCTIONS: tuple[tuple[str, dict[str, Any], str, bool], ...] = (
      True),
     ("klss3+fix", {"subgame": SubgameKind.KLSS, "knowledge_order": 3, **_FIX},
      "3-KLSS with the decided-loss fix", True),
+    ("kluss+expand", {"root_expansion": RootExpansion.INFOSET},
+     "KLUSS with the fix's first half only (roots of our infoset expanded)", True),
+    ("kluss+floor", {"root_floor": 0.05},
+     "KLUSS with the fix's second half only (root floor 0.05)", True),
+    ("klss+expand", {"subgame": SubgameKind.KLSS, "root_expansion": RootExpansion.INFOSET},
+     "1-KLSS with the fix's first half only", True),
 )
 
 
@@ -448,7 +454,8 @@ PLOTTED = ("obscuro", "obscuro+purify", "klss", "common_knowledge", "ck_safe", "
 GRIDS: dict[str, Grid] = {
     "exploitability": Grid("exploitability", GAMES, VARIANTS, PLOTTED),
     "constructions": Grid("constructions", CONSTRUCTION_GAMES, construction_variants(),
-                          (*(c[0] for c in CONSTRUCTIONS if c[0] not in ("kluss3", "klss3+fix")),
+                          (*(c[0] for c in CONSTRUCTIONS
+                             if c[0] != "kluss3" and not c[0].endswith(("+expand", "+floor"))),
                            "pcfr+_last"),
                           baselines=False, work_label="kluss", profiles=True,
                           budgets=CONSTRUCTION_BUDGETS, out="docs/search/safe"),
@@ -480,6 +487,7 @@ class StrengthRow:
     head_to_head: float
     vs_uniform: float
     vs_pcfr10: float
+    head_to_head_ci: float = 0.0  # half-width of the 95% interval over seeds (0: one seed)
 
 
 def _seat_mean(tree: GameTree, mine: np.ndarray, theirs: np.ndarray) -> float:
@@ -518,11 +526,13 @@ def strength_rows(rows: list[Row], out: Path, grid: Grid) -> list[StrengthRow]:
                         continue
                     prof = np.load(path)
                     n = min(len(prof), len(base))
+                    h2h = [_seat_mean(tree, prof[i], base[i]) for i in range(n)]
+                    ci = float(1.96 * np.std(h2h, ddof=1) / math.sqrt(n)) if n > 1 else 0.0
                     out_rows.append(StrengthRow(
                         game, family, label, budget, nash.get((game, full, budget), math.nan),
-                        float(np.mean([_seat_mean(tree, prof[i], base[i]) for i in range(n)])),
+                        float(np.mean(h2h)),
                         float(np.mean([_seat_mean(tree, p, uni) for p in prof])),
-                        float(np.mean([_seat_mean(tree, p, weak) for p in prof]))))
+                        float(np.mean([_seat_mean(tree, p, weak) for p in prof])), ci))
     return out_rows
 
 
@@ -542,8 +552,12 @@ def strength_markdown(srows: list[StrengthRow]) -> str:
                 row = []
                 for b in budgets:
                     r = cells.get(b)
-                    row.append("" if r is None else
-                               f"{_fmt(r.nashconv_half)} \\| {r.head_to_head:+.4f} \\| "
+                    if r is None:
+                        row.append("")
+                        continue
+                    h2h = f"{r.head_to_head:+.4f}" + (
+                        f" ± {r.head_to_head_ci:.3f}" if r.head_to_head_ci > 0 else "")
+                    row.append(f"{_fmt(r.nashconv_half)} \\| {h2h} \\| "
                                f"{r.vs_uniform:+.4f} \\| {r.vs_pcfr10:+.4f}")
                 out.append(f"| {label} | " + " | ".join(row) + " |")
             out.append("")
@@ -622,7 +636,7 @@ def plot_constructions(rows: list[Row], path: Path, grid: Grid) -> Path:
                              squeeze=False)
     handles: dict[str, Any] = {}
     cmap = plt.get_cmap("tab10")
-    bases = [lab for lab in grid.plotted if "+fix" not in lab and not lab.startswith("pcfr")]
+    bases = [lab for lab in grid.plotted if "+" not in lab and not lab.startswith("pcfr")]
     for gi, game in enumerate(games):
         for fi, (prefix, suffix) in enumerate(fams):
             ax = axes[gi][fi]
@@ -633,8 +647,8 @@ def plot_constructions(rows: list[Row], path: Path, grid: Grid) -> Path:
                 if not pts:
                     continue
                 xs, ys = zip(*pts, strict=True)
-                base = label.replace("+fix", "")
-                fix = "+fix" in label
+                base = label.split("+")[0]
+                fix = "+" in label
                 color = ("black" if label.startswith("pcfr") else
                          cmap(bases.index(base) % 10) if base in bases else "gray")
                 style = "--" if label.startswith("pcfr") else "-." if fix else "-"
@@ -642,7 +656,9 @@ def plot_constructions(rows: list[Row], path: Path, grid: Grid) -> Path:
                                   marker="x" if fix else "o", ms=4 if fix else 3, color=color,
                                   label=label)
                 handles.setdefault(label, line)
-            ax.axhline(0.05 if "leduc" in game else 0.01, ls=":", color="red", lw=0.8)
+            goal = {"kuhn_poker": 0.01, "leduc_poker": 0.05}.get(game)
+            if goal is not None:
+                ax.axhline(goal, ls=":", color="red", lw=0.8)
             ax.set_xscale("log")
             ax.set_yscale("log")
             fam = ("one-sided, 0.25 expansions/iteration" if prefix else "full expansion") + (
