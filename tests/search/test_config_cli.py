@@ -107,6 +107,8 @@ def test_presets_set_only_the_construction() -> None:
     assert safe.subgame is SubgameKind.KLSS and safe.root_expansion is RootExpansion.INFOSET
     assert safe.root_floor == PRESETS[Preset.SAFE]["root_floor"] > 0
     assert safe.budget == Iterations(50) and safe.purification == SearchConfig().purification
+    fix = preset(Preset.OBSCURO_FIX)
+    assert fix.subgame is SubgameKind.KLUSS and fix.root_expansion is RootExpansion.INFOSET
     with pytest.raises(SearchConfigError):
         preset("safe")  # type: ignore[arg-type]
 
