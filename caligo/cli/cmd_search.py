@@ -1,7 +1,7 @@
 """Sub-commands of the search area.
 
 - `caligo search exploitability GAME [--budget 10,100,1000] [--seeds R] [--preset P] [switches]`:
-  the exact exploitability of the search agent (both seats, seed 000's definition per seat and
+  the exact exploitability of the search agent (both seats, Zhang and Sandholm 2021's definition per seat and
   NashConv / 2), one row per budget; `--json` / `--csv` write the rows. `--preset` picks the
   construction (`caligo.search.config.PRESETS`), explicit switches override it.
 - `caligo search run GAME [--seat S | --infoset NAME] [--budget N] [switches]`: one search at a
@@ -233,7 +233,7 @@ def register(sub: Any) -> None:
                        "0.05)")
         q.add_argument("--preset", default="obscuro", choices=[p.value for p in Preset],
                        help="the construction (subgame, knowledge order, root expansion, root "
-                       "floor) before the flags above: obscuro (seed 001, default), safe "
+                       "floor) before the flags above: obscuro (the Obscuro paper's, default), safe "
                        "(issue 18: 1-KLSS with the decided-loss fix; docs/search.md) or "
                        "obscuro_fix (KLUSS with the fix)")
         for name, kind, default in _SWITCHES:

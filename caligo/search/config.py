@@ -64,17 +64,18 @@ class Expansion(enum.Enum):
 
 
 class SubgameKind(enum.Enum):
-    """Which knowledge-limited subgame is built at a decision (seed 001 C.6; ablation 2).
+    """Which knowledge-limited subgame is built at a decision (Obscuro, appendix C.6; ablation
+    2).
 
     The kept set is I^2 for every kind but COMMON_KNOWLEDGE; the kinds differ in how the
     searcher plays at its *order-2* nodes, the nodes of I^2 \\ I and everything below them
     (`caligo.search.construct`, "Order-2 play"):
 
-    - KLUSS: re-optimized (2-KLUSS, seed 001 C.6);
+    - KLUSS: re-optimized (2-KLUSS, Obscuro appendix C.6);
     - KLSS: frozen at the blueprint (1-KLSS, Zhang and Sandholm 2021);
     - KLSS_ROOT: frozen at the searcher's first decision below each root outside I (the
       infosets parallel to I, which have a real blueprint from the previous search), and
-      re-optimized at every later decision (whose blueprint is a shallow guess, seed 001 C.6
+      re-optimized at every later decision (whose blueprint is a shallow guess, Obscuro appendix C.6
       remark 3);
     - BLEND: the fixed mixture (1 - b) blueprint + b re-optimized at every order-2 infoset,
       b = `SearchConfig.order2_blend` (b = 0 is KLSS, b = 1 is KLUSS);
@@ -337,7 +338,7 @@ class Preset(enum.Enum):
     """Named constructions (`PRESETS`; `preset`): the fields of `SearchConfig` that decide the
     subgame at a decision, nothing else (budget, expansion, purification stay the caller's)."""
 
-    OBSCURO = "obscuro"  # seed 001: 2-KLUSS, roots grow when walks reach them, no floor
+    OBSCURO = "obscuro"  # Obscuro's paper: 2-KLUSS, roots grow when walks reach them, no floor
     SAFE = "safe"  # issue 18 (docs/search.md, "The presets and the recommendation"): 1-KLSS,
     # every root of our infoset expanded at construction, a 5% floor of the prior on the weights
     OBSCURO_FIX = "obscuro_fix"  # Obscuro's KLUSS with the same decided-loss fix

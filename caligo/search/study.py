@@ -156,7 +156,7 @@ ONE_SIDED_RATIO = 0.25  # expansions per iteration, as the FoW engine's default
 _FIX: dict[str, Any] = {"root_expansion": RootExpansion.INFOSET, "root_floor": 0.05}
 CONSTRUCTIONS: tuple[tuple[str, dict[str, Any], str, bool], ...] = (
     # (label, overrides, note, also with one-sided GT-CFR)
-    ("kluss", {}, "Obscuro's 2-KLUSS (seed 001 C.6)", True),
+    ("kluss", {}, "Obscuro's 2-KLUSS (appendix C.6)", True),
     ("klss", {"subgame": SubgameKind.KLSS}, "1-KLSS (Zhang and Sandholm 2021)", True),
     ("klss_root", {"subgame": SubgameKind.KLSS_ROOT},
      "1-KLSS at the order-2 root decisions, re-optimized below", True),

@@ -99,7 +99,7 @@ def test_cli_run_prints_a_search(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_presets_set_only_the_construction() -> None:
     """`preset` fills the construction fields of `PRESETS` and keeps every other default; the
-    obscuro preset is SearchConfig's defaults (seed 001)."""
+    obscuro preset is SearchConfig's defaults (Obscuro's)."""
     from caligo.search.config import PRESETS, Preset, RootExpansion, SubgameKind, preset
 
     assert preset(Preset.OBSCURO) == SearchConfig()
