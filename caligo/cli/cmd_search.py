@@ -1,9 +1,10 @@
 """Sub-commands of the search area.
 
 - `caligo search exploitability GAME [--budget 10,100,1000] [--seeds R] [--preset P] [switches]`:
-  the exact exploitability of the search agent (both seats, Zhang and Sandholm 2021's definition per seat and
-  NashConv / 2), one row per budget; `--json` / `--csv` write the rows. `--preset` picks the
-  construction (`caligo.search.config.PRESETS`), explicit switches override it.
+  the exact exploitability of the search agent (both seats, Zhang and Sandholm 2021's
+  definition per seat and NashConv / 2), one row per budget; `--json` / `--csv` write the
+  rows. `--preset` picks the construction (`caligo.search.config.PRESETS`), explicit switches
+  override it.
 - `caligo search run GAME [--seat S | --infoset NAME] [--budget N] [switches]`: one search at a
   first decision, printing the `SearchResult` (policy, purified policy, tree size, timings).
 - `caligo search study [--grid exploitability|constructions] [--out DIR] [--games ...] [--short]`:
@@ -233,8 +234,8 @@ def register(sub: Any) -> None:
                        "0.05)")
         q.add_argument("--preset", default="obscuro", choices=[p.value for p in Preset],
                        help="the construction (subgame, knowledge order, root expansion, root "
-                       "floor) before the flags above: obscuro (the Obscuro paper's, default), safe "
-                       "(issue 18: 1-KLSS with the decided-loss fix; docs/search.md) or "
+                       "floor) before the flags above: obscuro (the Obscuro paper's, default), "
+                       "safe (issue 18: 1-KLSS with the decided-loss fix; docs/search.md) or "
                        "obscuro_fix (KLUSS with the fix)")
         for name, kind, default in _SWITCHES:
             q.add_argument("--" + name.replace("_", "-"), dest=name, default=default,
