@@ -1,11 +1,14 @@
 """Sub-commands of the search area.
 
-- `caligo search exploitability GAME [--budget 10,100,1000] [--seeds R] [switches]`: the exact
-  exploitability of the search agent (both seats, Zhang & Sandholm 2021's definition per seat and
-  NashConv / 2), one row per budget; `--json` / `--csv` write the rows.
+- `caligo search exploitability GAME [--budget 10,100,1000] [--seeds R] [--preset P] [switches]`:
+  the exact exploitability of the search agent (both seats, Zhang and Sandholm 2021's
+  definition per seat and NashConv / 2), one row per budget; `--json` / `--csv` write the
+  rows. `--preset` picks the construction (`caligo.search.config.PRESETS`), explicit switches
+  override it.
 - `caligo search run GAME [--seat S | --infoset NAME] [--budget N] [switches]`: one search at a
   first decision, printing the `SearchResult` (policy, purified policy, tree size, timings).
-- `caligo search study [--out DIR] [--games ...] [--short]`: the full grid of docs/search.md,
+- `caligo search study [--grid exploitability|constructions] [--out DIR] [--games ...] [--short]`:
+  the grids of docs/search.md,
   resumable (rows are appended to DIR/study.jsonl as they finish), then CSV, JSON and the PNG.
 """
 
@@ -21,6 +24,7 @@ from typing import Any
 
 from caligo.cli._util import HelpFormatter
 from caligo.search.config import (
+    PRESETS,
     AlternateValues,
     CarryOver,
     EvaluatorKind,
@@ -30,16 +34,19 @@ from caligo.search.config import (
     InitialStrategy,
     Iterate,
     Iterations,
+    Preset,
     Purification,
     ResolvePrior,
+    RootExpansion,
     RootInfosets,
     SearchConfig,
     SubgameKind,
 )
 
-_SWITCHES: tuple[tuple[str, type[enum.Enum], str], ...] = (
+_SWITCHES: tuple[tuple[str, type[enum.Enum], str | None], ...] = (
     ("expansion", Expansion, "full"),
-    ("subgame", SubgameKind, "kluss"),
+    ("subgame", SubgameKind, None),  # None: the preset's
+    ("root_expansion", RootExpansion, None),
     ("gadget", GadgetMode, "blend"),
     ("resolve_prior", ResolvePrior, "blueprint_mix"),
     ("alternate_values", AlternateValues, "blueprint"),
@@ -63,10 +70,17 @@ def _budgets(text: str) -> list[int]:
 
 
 def _config(args: argparse.Namespace, budget: int) -> SearchConfig:
-    kw: dict[str, Any] = {"budget": Iterations(budget), "expansions": args.expansions,
-                          "gifts": not args.no_gifts, "min_roots": args.min_roots}
+    """The switches on top of the preset's construction (an explicit flag wins)."""
+    kw: dict[str, Any] = dict(PRESETS[Preset(args.preset)])
+    kw.update({"budget": Iterations(budget), "expansions": args.expansions,
+               "gifts": not args.no_gifts, "min_roots": args.min_roots,
+               "order2_blend": args.order2_blend, "order2_floor": args.order2_floor})
     for name, kind, _ in _SWITCHES:
-        kw[name] = kind(getattr(args, name))
+        if getattr(args, name) is not None:
+            kw[name] = kind(getattr(args, name))
+    for name in ("knowledge_order", "root_floor"):
+        if getattr(args, name) is not None:
+            kw[name] = getattr(args, name)
     return SearchConfig(**kw)
 
 
@@ -146,9 +160,12 @@ def _run(args: argparse.Namespace) -> int:
 def _study(args: argparse.Namespace) -> int:
     from caligo.search import study
 
-    out = Path(args.out)
-    games = tuple(args.games.split(";")) if args.games else study.GAMES
-    variants = study.VARIANTS
+    if args.grid not in study.GRIDS:
+        raise ValueError(f"unknown grid {args.grid!r}; known: {', '.join(study.GRIDS)}")
+    grid = study.GRIDS[args.grid]
+    out = Path(args.out if args.out is not None else grid.out)
+    games = tuple(args.games.split(";")) if args.games else grid.games
+    variants = grid.variants
     if args.variants:
         want = set(args.variants.split(","))
         unknown = want - {v.label for v in variants}
@@ -158,9 +175,9 @@ def _study(args: argparse.Namespace) -> int:
         variants = tuple(v for v in variants if v.label in want)
     if not args.plot_only:
         study.run_study(out, games, variants, short=args.short,
-                        progress=lambda msg: print(msg, flush=True))
+                        progress=lambda msg: print(msg, flush=True), grid=grid)
     rows = study.load_rows(out / "study.jsonl")
-    for p in [*study.write_tables(rows, out), study.plot(rows, out / "study.png")]:
+    for p in [*study.write_tables(rows, out, grid), study.plot(rows, out / "study.png", grid)]:
         print(f"wrote {p}")
     return 0
 
@@ -175,7 +192,10 @@ EXPLOITABILITY_EPILOG = """\
 examples:
   caligo search exploitability kuhn_poker
   caligo search exploitability leduc_poker --budget 100,1000 --seeds 3 --json out/leduc.json
-  caligo search exploitability kuhn_poker --expansion one_sided --purification stable_top3"""
+  caligo search exploitability kuhn_poker --expansion one_sided --purification stable_top3
+  caligo search exploitability leduc_poker --budget 1000 --subgame klss --evaluator zero
+  caligo search exploitability kuhn_poker --subgame blend --order2-blend 0.1
+  caligo search exploitability leduc_poker --preset safe --budget 100,1000,10000"""
 
 RUN_EPILOG = """\
 examples:
@@ -185,7 +205,8 @@ examples:
 STUDY_EPILOG = """\
 examples:
   caligo search study --short --out out/study   budgets 10, 100, 1000 only
-  caligo search study --plot-only               rebuild docs/search's tables and figure"""
+  caligo search study --plot-only               rebuild docs/search's tables and figure
+  caligo search study --grid constructions      the subgame constructions, docs/search/safe"""
 
 
 def register(sub: Any) -> None:
@@ -216,16 +237,42 @@ def register(sub: Any) -> None:
         q.add_argument("--min-roots", dest="min_roots", type=int, default=256)
         q.add_argument("--no-gifts", dest="no_gifts", action="store_true",
                        help="no gift estimates in the alternate values")
+        q.add_argument("--order2-blend", dest="order2_blend", type=float, default=0.5,
+                       help="--subgame blend: share b of the re-optimized strategy in the "
+                       "searcher's order-2 play (0 = klss, 1 = kluss; default 0.5)")
+        q.add_argument("--order2-floor", dest="order2_floor", type=float, default=0.0,
+                       help="--subgame safe_kluss: how far (in units of the largest payoff, "
+                       "per unit of reach) order-2 play may fall below the blueprint against "
+                       "the opponent's current strategy (default 0)")
+        q.add_argument("--knowledge-order", dest="knowledge_order", type=int, default=None,
+                       help="k of k-KLSS (odd): keep I^(k+1), the order-2 region starts "
+                       "outside I^k (default: the preset's, 1; 3 with --subgame klss is "
+                       "3-KLSS)")
+        q.add_argument("--root-floor", dest="root_floor", type=float, default=None,
+                       help="eps: the share of the Resolve prior in the root weights, so no "
+                       "root's outcome weighs zero (default: the preset's; obscuro 0, safe "
+                       "0.05)")
+        q.add_argument("--preset", default="obscuro", choices=[p.value for p in Preset],
+                       help="the construction (subgame, knowledge order, root expansion, root "
+                       "floor) before the flags above: obscuro (the Obscuro paper's, default), "
+                       "safe (1-KLSS with the decided-loss fix; docs/search.md) or "
+                       "obscuro_fix (KLUSS with the fix)")
         for name, kind, default in _SWITCHES:
             q.add_argument("--" + name.replace("_", "-"), dest=name, default=default,
-                           choices=[k.value for k in kind])
+                           choices=[k.value for k in kind],
+                           help="(default: the preset's)" if default is None else None)
     e.add_argument("--json", default=None, help="write the rows and the config as JSON")
     e.add_argument("--csv", default=None, help="write the rows as CSV")
     e.set_defaults(func=_exploitability)
     r.set_defaults(func=_run)
-    s = ss.add_parser("study", help="the exploitability grid of docs/search.md (resumable)",
+    s = ss.add_parser("study", help="the exploitability grids of docs/search.md (resumable)",
                       epilog=STUDY_EPILOG, formatter_class=HelpFormatter)
-    s.add_argument("--out", default="docs/search", help="output directory (default docs/search)")
+    s.add_argument("--grid", default="exploitability",
+                   help="exploitability (the default: constructions x budgets x games) or "
+                   "constructions (the subgames between 1-KLSS and 2-KLUSS, with head-to-head "
+                   "values)")
+    s.add_argument("--out", default=None, help="output directory (default: the grid's, "
+                   "docs/search or docs/search/safe)")
     s.add_argument("--games", default=None, help="';'-separated game strings (default: all)")
     s.add_argument("--variants", default=None, help="comma-separated variant labels")
     s.add_argument("--short", action="store_true", help="budgets 10, 100, 1000 only")

@@ -1,5 +1,5 @@
 """Sub-commands of the subgame area: `caligo experiment table1|comparison|counterexample|affine|
-margins`, each with its own options.
+margins|decided_loss`, each with its own options.
 
 Each experiment prints its Markdown table and writes CSV/JSON/Markdown (and PNG plots where it
 has them) into `--out` (default ./out/). Progress bars (tqdm) live here, never in the library.
@@ -22,7 +22,7 @@ from caligo.cli._util import (
     probability,
 )
 
-EXPERIMENTS = ("table1", "comparison", "counterexample", "affine", "margins")
+EXPERIMENTS = ("table1", "comparison", "counterexample", "affine", "margins", "decided_loss")
 TIE_BREAKS = ("simplex", "ipm", "random")
 
 ROW_KEYS = ("dark_hex, goofspiel_random, goofspiel_increasing, kuhn, kuhn_bet, leduc, "
@@ -125,12 +125,30 @@ def _margins(args: argparse.Namespace, bars: Bars) -> int:
     return 0
 
 
+def _decided_loss(args: argparse.Namespace, bars: Bars) -> int:
+    from caligo.experiments import decided_loss as dl
+
+    try:
+        moves = tuple(int(x) for x in args.moves.split(","))
+    except ValueError:
+        raise ValueError(f"--moves takes comma-separated move numbers, got {args.moves!r}"
+                         ) from None
+    config = dl.ReplayConfig(match_seed=args.match_seed, pair=args.pair, game=args.game,
+                             moves=moves, time_control=args.tc)
+    rows, roots, line = dl.run_replay(config)
+    for table in dl.replay_tables(rows, roots, line):
+        print(table.markdown())
+    _wrote(dl.write_replay(rows, roots, line, args.out))
+    return 0
+
+
 _RUNNERS: dict[str, Callable[[argparse.Namespace, Bars], int]] = {
     "table1": _table1,
     "comparison": _comparison,
     "counterexample": _counterexample,
     "affine": _affine,
     "margins": _margins,
+    "decided_loss": _decided_loss,
 }
 
 
@@ -152,6 +170,10 @@ DESCRIPTIONS = {
                "earns exactly the game value against every equilibrium of the opponent."),
     "margins": ("Ha 2016 (Moravcik et al. 2016), section I.6: subgame margins of endgame "
                 "solving, Resolve and Maxmargin on Leduc's second-round subgames (about 40 s)."),
+    "decided_loss": ("Obscuro's one loss to a random mover (round 2.1 of "
+                     "docs/strength/random_iters100.pgn): replay the match game and re-run the "
+                     "chosen decisions with and without the decided-loss fix "
+                     "(Stockfish as in the match when installed; about 1 min)."),
 }
 
 EPILOGS = {
@@ -185,6 +207,10 @@ examples:
 examples:
   caligo experiment margins --quick
   caligo experiment margins --json out/margins.json     CFR+ protocol, then the exact LPs""",
+    "decided_loss": """\
+examples:
+  caligo experiment decided_loss                        round 2.1, moves 10 and 11
+  caligo experiment decided_loss --moves 9,10,11 --out out/decided_loss""",
 }
 
 EXPERIMENT_EPILOG = """\
@@ -225,6 +251,15 @@ def register(sub: Any) -> None:
             e.add_argument("--spread", type=nonnegative_count, default=0, metavar="N",
                            help="also report min/max of 'after' over simplex, ipm and N "
                            "random optimal vertices (N + 2 more nested runs per row)")
+        if name == "decided_loss":
+            e.add_argument("--match-seed", dest="match_seed", type=int, default=7,
+                           help="the match's --seed (default 7)")
+            e.add_argument("--pair", type=positive_count, default=2,
+                           help="the pair, 1-based (default 2: round 2.x)")
+            e.add_argument("--game", type=int, choices=(1, 2), default=1,
+                           help="game of the pair (1: obscuro has White; default 1)")
+            e.add_argument("--moves", default="10,11", help="obscuro's moves to re-run")
+            e.add_argument("--tc", default="iters=100", help="the match's --tc")
         if name == "comparison":
             e.add_argument("--workers", type=positive_count, default=1,
                            help="run the (game, variant) jobs in this many processes")

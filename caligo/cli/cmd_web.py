@@ -163,16 +163,14 @@ examples:
   caligo web serve --port 0 --db games.sqlite --agent random   a free port, its own database
   caligo web serve --workers 4                  four engine worker processes
   caligo web serve --workers ray:auto           engines on the running Ray cluster
-  caligo web serve --host 0.0.0.0 --allowed-host chess.example.org
-                                                on a LAN or the internet, under that name
-  caligo web serve --forwarded-allow-ips 127.0.0.1 --allowed-host chess.example.org
-                                                behind a TLS reverse proxy on this machine
-  caligo web serve --games-per-minute 0 --games-per-client 0 --sockets-per-client 0 \\
-                   --connections-per-client 0  a load test from one address (no per-client limits)
+  caligo web serve --host 0.0.0.0 --allowed-host chess.example.org   on a LAN, under that name
+  caligo web serve --forwarded-allow-ips 127.0.0.1 --allowed-host chess.example.org   (proxy)
+  caligo web serve {unlimited}  a load test from one address (no limits)
   caligo web serve --api-docs                  with /docs, /redoc and /openapi.json (development)
 
-limits (docs/web.md, "Admission and hardening"): a client is an address (an IPv6 /64);
-0 lifts a per-client limit."""
+(proxy): behind a TLS reverse proxy on this machine. Limits (docs/web.md, "Admission and
+hardening"): a client is an address (an IPv6 /64); 0 lifts a per-client limit.\
+""".replace("{unlimited}", " ".join(UNLIMITED))
 
 
 def register(sub: Any) -> None:

@@ -12,7 +12,10 @@ the solver's sequence-form logic carries over):
                Infoset 0 is the root gadget's pseudo-infoset of the opponent (flag GADGET): one
                slot per root infoset J, "choose J" (Obscuro, Fig. 9 line 18).
     slots      infoset g owns slots `slot0[g] .. slot0[g] + n_actions[g] - 1`: regrets,
-               predictions, the current strategy, counterfactual values, PUCT statistics.
+               predictions, the current strategy, counterfactual values, PUCT statistics;
+               for order-2 infosets (IFROZEN) also the blueprint they started from (`anchor`)
+               and the strategy their regrets give (`learn`), of which `strat`, the played
+               strategy, is a mixture (`caligo.search.solver`).
     sequences  `seq[h, p]` = the slot of player p's last action above h (-1: empty sequence);
                below the gadget the opponent's sequence at a root of J is J's gadget slot.
     root layer per J: the threshold c_J = sigma_J (v_alt(J) - g(J)) the branch value is
@@ -53,12 +56,13 @@ from caligo.search.intern import InternTable
 # node flags (solver-owned)
 EXPANDED = np.uint8(1)
 NEW = np.uint8(2)
-FROZEN = np.uint8(4)  # 1-KLSS: in the frozen region below a root outside our infoset
+FROZEN = np.uint8(4)  # in the order-2 region below a root outside our infoset (1-KLSS: frozen)
+FROZEN_ROOT = np.uint8(8)  # with FROZEN: the region ends below the searcher's first decision
 
 # infoset flags
 VISITED = np.uint8(1)
 LIVE = np.uint8(2)  # its strategy comes from its own regrets (it has been reached once)
-IFROZEN = np.uint8(4)  # 1-KLSS: play fixed at the blueprint
+IFROZEN = np.uint8(4)  # an order-2 infoset: played as `M_ORDER2` says (1-KLSS: the blueprint)
 GADGET = np.uint8(8)  # the root gadget's pseudo-infoset
 
 # meta (int64) fields
@@ -75,13 +79,21 @@ M_KEY_MODE = 9
 M_VISITS = 10  # node visits of solver passes (work counter)
 M_EXPANSIONS = 11
 M_MAX_DEPTH = 12
+M_ORDER2 = 13  # how IFROZEN infosets play: ORDER2_FROZEN, ORDER2_BLEND or ORDER2_FLOOR
 M_LEN = 16
 
 # fmeta (float64) fields
 F_PMAX = 0
 F_ROOT_VALUE = 1  # searcher's counterfactual value at its empty sequence, last pass
 F_UTIL_SCALE = 2
+F_BLEND = 3  # ORDER2_BLEND: the share b of the re-optimized strategy
+F_FLOOR = 4  # ORDER2_FLOOR: the margin per unit of reach, in utility units
+F_ROOT_FLOOR = 5  # eps: the share of the prior alpha in the root weights w
 F_LEN = 8
+
+ORDER2_FROZEN = 0  # 1-KLSS: the blueprint (the anchor), never updated
+ORDER2_BLEND = 1  # (1 - b) anchor + b learned
+ORDER2_FLOOR = 2  # the learned strategy, pulled toward the anchor where it would fall below it
 
 KEY_INCREMENTAL = 0
 KEY_CUMULATIVE = 1
@@ -100,7 +112,8 @@ InfosetArrays = collections.namedtuple(
 )
 SlotArrays = collections.namedtuple(
     "SlotArrays",
-    "infoset action regret pred strat cfv q n_visits q_sum q_sqsum support_since avg plan",
+    "infoset action regret pred strat cfv q n_visits q_sum q_sqsum support_since avg plan "
+    "anchor learn",
 )
 RootArrays = collections.namedtuple(
     "RootArrays",
@@ -138,6 +151,7 @@ def _slot_arrays(n: int) -> SlotArrays:
         n_visits=np.zeros(n, np.int64), q_sum=np.zeros(n, np.float64),
         q_sqsum=np.zeros(n, np.float64), support_since=np.full(n, -1, np.int64),
         avg=np.zeros(n, np.float64), plan=np.zeros(n, np.float64),
+        anchor=np.zeros(n, np.float64), learn=np.zeros(n, np.float64),
     )  # fmt: skip
 
 
@@ -279,7 +293,8 @@ def check_invariants(arena: Arena) -> None:
     parent; the player and flags of expanded nodes; infoset slots contiguous and in range;
     every expanded decision node's infoset has its player, its key and its action count; the
     parent sequence of an infoset is older; each node's sequences follow its parent's; the
-    intern table maps each infoset's (player, key) to it; strategies are distributions.
+    intern table maps each infoset's (player, key) to it; strategies (and the anchor and learned
+    strategy of order-2 infosets) are distributions.
     """
     nd, inf, sl = arena.nodes, arena.infosets, arena.slots
     n, ni, ns = arena.n_nodes, arena.n_infosets, arena.n_slots
@@ -347,6 +362,12 @@ def check_invariants(arena: Arena) -> None:
             raise ArenaInvariantError(f"infoset {g}: strategy {st} is not a distribution")
         if inf.flags[g] & GADGET:
             continue
+        if inf.flags[g] & IFROZEN:
+            for name in ("anchor", "learn"):
+                v = getattr(sl, name)[s0 : s0 + k]
+                if np.any(v < -1e-12) or abs(float(v.sum()) - 1.0) > 1e-9:
+                    raise ArenaInvariantError(f"order-2 infoset {g}: {name} {v} is not a "
+                                              "distribution")
         if arena.table.lookup(int(inf.player[g]), int(inf.key[g])) != g:
             raise ArenaInvariantError(f"infoset {g}: the intern table does not map to it")
     if total != ns:

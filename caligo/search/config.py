@@ -19,6 +19,7 @@ from caligo.errors import CaligoError
 from caligo.subgame.gadget import AlternateValues, ResolvePrior
 
 __all__ = [
+    "PRESETS",
     "AlternateValues",
     "CarryOver",
     "EvaluatorKind",
@@ -29,8 +30,10 @@ __all__ = [
     "InitialStrategy",
     "Iterate",
     "Iterations",
+    "Preset",
     "Purification",
     "ResolvePrior",
+    "RootExpansion",
     "RootInfosets",
     "Schedule",
     "SearchConfig",
@@ -40,6 +43,7 @@ __all__ = [
     "Seconds",
     "SubgameKind",
     "TimeSplit",
+    "preset",
 ]
 
 
@@ -61,12 +65,48 @@ class Expansion(enum.Enum):
 
 class SubgameKind(enum.Enum):
     """Which knowledge-limited subgame is built at a decision (Obscuro, appendix C.6; ablation
-    2)."""
+    2).
+
+    The kept set is I^2 for every kind but COMMON_KNOWLEDGE; the kinds differ in how the
+    searcher plays at its *order-2* nodes, the nodes of I^2 \\ I and everything below them
+    (`caligo.search.construct`, "Order-2 play"):
+
+    - KLUSS: re-optimized (2-KLUSS, Obscuro appendix C.6);
+    - KLSS: frozen at the blueprint (1-KLSS, Zhang and Sandholm 2021);
+    - KLSS_ROOT: frozen at the searcher's first decision below each root outside I (the
+      infosets parallel to I, which have a real blueprint from the previous search), and
+      re-optimized at every later decision (whose blueprint is a shallow guess, Obscuro appendix C.6
+      remark 3);
+    - BLEND: the fixed mixture (1 - b) blueprint + b re-optimized at every order-2 infoset,
+      b = `SearchConfig.order2_blend` (b = 0 is KLSS, b = 1 is KLUSS);
+    - SAFE_KLUSS: re-optimized, but never worse than the blueprint against the opponent's
+      current strategy by more than `SearchConfig.order2_floor` per unit of reach: the
+      Safe-KLSS margin of Liu, Fu, Fu and Yang (ICML 2023), "Opponent-limited online search
+      for imperfect information games", kept as a floor at every order-2 infoset.
+    """
 
     KLUSS = "kluss"  # 2-KLUSS (Obscuro): the searcher's nodes in I^2 \\ I are re-optimized
     KLSS = "klss"  # 1-KLSS (ZS21): they (and everything below them) are frozen at the blueprint
     COMMON_KNOWLEDGE = "common_knowledge"  # I^inf within the carried tree: classic subgame
     # solving (safe with best-response alternate values; not an Obscuro option)
+    KLSS_ROOT = "klss_root"  # 1-KLSS at the order-2 root decisions, re-optimized below them
+    BLEND = "blend"  # (1 - b) blueprint + b re-optimized at the order-2 infosets
+    SAFE_KLUSS = "safe_kluss"  # re-optimized with a floor at the blueprint's value minus a margin
+
+    @property
+    def marks_order2(self) -> bool:
+        """Whether the construction flags the order-2 region (every kind but KLUSS and
+        COMMON_KNOWLEDGE)."""
+        return self not in (SubgameKind.KLUSS, SubgameKind.COMMON_KNOWLEDGE)
+
+
+class RootExpansion(enum.Enum):
+    """Which roots of the subgame are expanded when it is built (`caligo.search.construct`)."""
+
+    NONE = "none"  # Obscuro: a root grows only when an expansion walk reaches it
+    INFOSET = "infoset"  # every root in our own infoset gets its children at construction, so
+    # every position of P in the subgame answers to our strategy there (a leaf root is a
+    # constant: our move cannot change its value, however it ends one ply down)
 
 
 class GadgetMode(enum.Enum):
@@ -177,13 +217,9 @@ def _enum(name: str, value: object, kind: type[enum.Enum]) -> None:
 class SearchConfig:
     """Every knob of one search and of the agent loop around it; validated at construction.
 
-    budget: `Iterations(n)` or `Seconds(s)`, the budget of a search that is given no
-    `caligo.limits.Limits` (agents pass each move's limits to `run` / `act` instead).
-    expansions: leaf expansions per search (each adds all children of one leaf); in the
-    deterministic schedule they are spread evenly over the first (1 - solver_tail) of the
-    iterations; with `Seconds` they are a cap (None: no cap). expand_ratio: when set, a search
-    given an iteration count makes round(expand_ratio * count) expansions instead (and a timed
-    search no cap), so one configuration serves every budget.
+    budget: `Iterations(n)` or `Seconds(s)`. expansions: leaf expansions per search (each adds
+    all children of one leaf); in the deterministic schedule they are spread evenly over the
+    first (1 - solver_tail) of the iterations; with `Seconds` they are a cap (None: no cap).
     solver_tail: the share of the budget the solver runs on after the expanders stop (Obscuro,
     section 3.4; the paper does not quantify it). min_roots / max_roots: Fig. 9's MININFOSETSIZE
     (256) and an optional cap on the carried roots of our infoset (None: none). puct_c, explore_mix:
@@ -191,7 +227,17 @@ class SearchConfig:
     MAXSUPPORT. gifts: subtract the gift estimate (C.2) from alternate values. max_nodes: the
     arena's node capacity (it never grows during a search). expanders: expander threads (THREADED
     only); expander_batch: walks an expander makes per claim, expanded with one game call and one
-    evaluator call (amortises Python per leaf). seed: the root of every random choice.
+    evaluator call (amortises Python per leaf). seed: the root of every random choice. order2_blend:
+    b of `SubgameKind.BLEND`, the share of the re-optimized strategy in the searcher's order-2 play.
+    order2_floor: the margin of `SubgameKind.SAFE_KLUSS`, in units of the game's largest payoff per
+    unit of reach. knowledge_order: k of Zhang and Sandholm's k-KLSS (odd): the kept set is I^(k+1)
+    and the order-2 region starts at the roots outside I^k (1: Obscuro's 2-KLUSS and ZS21's 1-KLSS;
+    3: 3-KLSS, whose re-optimized infosets of the searcher are complete, and 4-KLUSS).
+    root_expansion: which roots are expanded at construction (`RootExpansion`). root_floor: eps, the
+    share of the Resolve prior alpha(J) in the gadget opponent's root weights: w_J = (1 - eps)
+    w_J(gadget) + eps alpha(J), so no root's outcome ever weighs zero (a restricted opponent in the
+    sense of Johanson, Zinkevich and Bowling 2008, "Computing robust counter-strategies"; 0 is
+    Obscuro).
     """
 
     budget: Iterations | Seconds = field(default_factory=lambda: Iterations(1000))
@@ -220,6 +266,11 @@ class SearchConfig:
     expander_batch: int = 8
     max_nodes: int = 2_000_000
     seed: int = 0
+    order2_blend: float = 0.5
+    order2_floor: float = 0.0
+    knowledge_order: int = 1
+    root_expansion: RootExpansion = RootExpansion.NONE
+    root_floor: float = 0.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.budget, Iterations | Seconds):
@@ -230,6 +281,7 @@ class SearchConfig:
             ("purification", Purification), ("iterate", Iterate), ("carry_over", CarryOver),
             ("first_decision", FirstDecision), ("root_infosets", RootInfosets),
             ("initial_strategy", InitialStrategy), ("schedule", Schedule),
+            ("root_expansion", RootExpansion),
         ):  # fmt: skip
             _enum(name, getattr(self, name), kind)
         if self.expansions is not None and (
@@ -245,7 +297,7 @@ class SearchConfig:
             raise SearchConfigError("an Iterations budget needs an expansion count "
                                     "(or Expansion.FULL)")
         for name, lo in (("max_support", 1), ("min_roots", 0), ("expanders", 1),
-                         ("expander_batch", 1), ("max_nodes", 16)):
+                         ("expander_batch", 1), ("max_nodes", 16), ("knowledge_order", 1)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < lo:
                 raise SearchConfigError(f"{name} must be an int >= {lo}, got {v!r}")
@@ -255,13 +307,8 @@ class SearchConfig:
         ):
             raise SearchConfigError(f"max_roots must be a positive int or None, got "
                                     f"{self.max_roots!r}")
-        if self.expand_ratio is not None and (
-            isinstance(self.expand_ratio, bool) or not isinstance(self.expand_ratio, int | float)
-            or not math.isfinite(self.expand_ratio) or self.expand_ratio <= 0
-        ):
-            raise SearchConfigError(f"expand_ratio must be a positive number or None, got "
-                                    f"{self.expand_ratio!r}")
-        for name in ("puct_c", "explore_mix", "solver_tail"):
+        for name in ("puct_c", "explore_mix", "solver_tail", "order2_blend", "order2_floor",
+                     "root_floor"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
                 raise SearchConfigError(f"{name} must be a finite number, got {v!r}")
@@ -271,12 +318,48 @@ class SearchConfig:
             raise SearchConfigError(f"explore_mix must be in [0, 1], got {self.explore_mix!r}")
         if not 0.0 <= self.solver_tail < 1.0:
             raise SearchConfigError(f"solver_tail must be in [0, 1), got {self.solver_tail!r}")
+        if self.knowledge_order % 2 != 1:
+            raise SearchConfigError(f"knowledge_order must be odd (k of k-KLSS), got "
+                                    f"{self.knowledge_order!r}")
+        if not 0.0 <= self.order2_blend <= 1.0:
+            raise SearchConfigError(f"order2_blend must be in [0, 1], got {self.order2_blend!r}")
+        if not 0.0 <= self.root_floor <= 1.0:
+            raise SearchConfigError(f"root_floor must be in [0, 1], got {self.root_floor!r}")
+        if self.order2_floor < 0.0:
+            raise SearchConfigError(f"order2_floor must be >= 0, got {self.order2_floor!r}")
         if not isinstance(self.gifts, bool):
             raise SearchConfigError(f"gifts must be a bool, got {self.gifts!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int | np.integer):
             raise SearchConfigError(f"seed must be an int, got {self.seed!r}")
         if self.schedule is Schedule.DETERMINISTIC and isinstance(self.budget, Seconds):
             raise SearchConfigError("the deterministic schedule needs an Iterations budget")
+
+
+class Preset(enum.Enum):
+    """Named constructions (`PRESETS`; `preset`): the fields of `SearchConfig` that decide the
+    subgame at a decision, nothing else (budget, expansion, purification stay the caller's)."""
+
+    OBSCURO = "obscuro"  # Obscuro's paper: 2-KLUSS, roots grow when walks reach them, no floor
+    SAFE = "safe"  # (docs/search.md, "The presets and the recommendation"): 1-KLSS,
+    # every root of our infoset expanded at construction, a 5% floor of the prior on the weights
+    OBSCURO_FIX = "obscuro_fix"  # Obscuro's KLUSS with the same decided-loss fix
+
+
+PRESETS: dict[Preset, dict[str, object]] = {
+    Preset.OBSCURO: {"subgame": SubgameKind.KLUSS, "knowledge_order": 1,
+                     "root_expansion": RootExpansion.NONE, "root_floor": 0.0},
+    Preset.SAFE: {"subgame": SubgameKind.KLSS, "knowledge_order": 1,
+                  "root_expansion": RootExpansion.INFOSET, "root_floor": 0.05},
+    Preset.OBSCURO_FIX: {"subgame": SubgameKind.KLUSS, "knowledge_order": 1,
+                         "root_expansion": RootExpansion.INFOSET, "root_floor": 0.05},
+}
+
+
+def preset(which: Preset, **overrides: object) -> SearchConfig:
+    """A `SearchConfig` with the preset's construction fields, then `overrides`."""
+    if not isinstance(which, Preset):
+        raise SearchConfigError(f"preset must be a Preset, got {which!r}")
+    return SearchConfig(**{**PRESETS[which], **overrides})  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

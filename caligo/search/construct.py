@@ -36,6 +36,27 @@ reach=True)`, which the tests use as its oracle on fully expanded trees:
    iterate (and, with `CarryOver.PROFILE_AND_REGRETS`, the regrets). 1-KLSS
    (`SubgameKind.KLSS`) marks everything below the roots outside I frozen: ▲'s infosets there
    keep the blueprint.
+7. `RootExpansion.INFOSET`: every root in ▲'s infoset that is still a leaf (the roots sampled
+   in step 4, and carried ones the previous search never grew) gets its children now, with one
+   game call and one evaluator call for all of them (`expand_infoset_roots`). A leaf root's
+   value is a constant of the iterations, so without this a position of P enters the subgame
+   without ever answering to ▲'s strategy at I: nothing ▲ plays there can lose it, not even a
+   move after which the opponent takes the king (docs/search.md, "Decided losses under
+   unlikely roots").
+
+Order-2 play. `SearchConfig.knowledge_order` = k (odd, ZS21's k-KLSS): K = I^(k+1) (step 2
+with k hops), and the *order-2 region* is everything below the roots of K outside I^k (k = 1:
+outside I). Every kind but KLUSS and COMMON_KNOWLEDGE flags those roots FROZEN (KLSS_ROOT also
+FROZEN_ROOT: the region ends below ▲'s first decision on each path, in the compaction here and
+when the expansion appends children), and ▲'s infosets created at flagged nodes are IFROZEN;
+`meta[M_ORDER2]` tells the solver how they play (frozen; a fixed blend with weight b; or the
+learned strategy held at a floor below the blueprint: `caligo.search.solver`). The blueprint
+they start from is kept in the slots' `anchor` (and `learn`, the learned strategy).
+
+Root weights. `SearchConfig.root_floor` eps: the gadget opponent's root weights become
+(1 - eps) w_J + eps alpha(J) (`init_weights` here, the gadget update in the solver), so every
+root keeps at least eps alpha(J) >= eps / (2m) of weight: a loss under any root costs the
+searcher at least that share of it.
 
 Status codes: OK = 0, FULL = 1, MISMATCH = 2.
 """
@@ -51,9 +72,13 @@ from numba import njit
 from caligo.limits import Deadline
 from caligo.search.arena import (
     EXPANDED,
+    F_BLEND,
+    F_FLOOR,
     F_PMAX,
+    F_ROOT_FLOOR,
     F_UTIL_SCALE,
     FROZEN,
+    FROZEN_ROOT,
     GADGET,
     GADGET_BLEND,
     GADGET_MAXMARGIN,
@@ -69,9 +94,13 @@ from caligo.search.arena import (
     M_KEY_MODE,
     M_MAX_DEPTH,
     M_NODES,
+    M_ORDER2,
     M_ROOTS,
     M_SEARCHER,
     M_SLOTS,
+    ORDER2_BLEND,
+    ORDER2_FLOOR,
+    ORDER2_FROZEN,
     Arena,
     InfosetArrays,
     NodeArrays,
@@ -81,8 +110,10 @@ from caligo.search.config import (
     AlternateValues,
     CarryOver,
     GadgetMode,
+    InitialStrategy,
     Iterate,
     ResolvePrior,
+    RootExpansion,
     RootInfosets,
     SearchConfig,
     SearchError,
@@ -322,6 +353,8 @@ def _compact_kernel(
                     n_sl.q_sqsum[s] = 0.0
                     n_sl.support_since[s] = -1
                     n_sl.avg[s] = 0.0
+                    n_sl.anchor[s] = o_strat[os0 + a]
+                    n_sl.learn[s] = o_strat[os0 + a]
                 meta[M_INFOSETS] = g_new + 1
                 meta[M_SLOTS] = s0 + cnt
             else:
@@ -329,7 +362,9 @@ def _compact_kernel(
                 if n_inf.n_actions[g_new] != cnt or n_inf.parent_seq[g_new] != n_nd.seq[k, p]:
                     return MISMATCH
             n_nd.infoset[k] = g_new
-        frozen = n_nd.flags[k] & FROZEN
+        frozen = n_nd.flags[k] & (FROZEN | FROZEN_ROOT)
+        if (frozen & FROZEN_ROOT) != 0 and p == searcher:
+            frozen = np.uint8(0)  # KLSS_ROOT: the region ends below our first decision
         d = n_nd.depth[k] + 1
         if d > maxd:
             maxd = d
@@ -408,7 +443,7 @@ class _Group:
     P: float  # blueprint reach for the Resolve prior
     old: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     q_old: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    in_i_old: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
+    in_i_old: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))  # in I^k
     states: list[int] = field(default_factory=list)
     players: list[int] = field(default_factory=list)
     values: list[float] = field(default_factory=list)
@@ -581,8 +616,11 @@ def build_kluss(
         x[i_nodes] = 1.0
     # nodes of I outside the cap are not ours to keep
     capped = (nd.player[:n] == searcher) & (nd.key[:n, searcher] == np.uint64(cur_key)) & ~is_i
-    hops = 0 if config.subgame is SubgameKind.COMMON_KNOWLEDGE else 1
-    in_k = knowledge_set(nd.key[:n], alive & ~capped, is_i, hops)
+    k = config.knowledge_order
+    hops = 0 if config.subgame is SubgameKind.COMMON_KNOWLEDGE else k
+    in_k = knowledge_set(nd.key[:n], alive & ~capped, is_i, hops)  # I^(k+1)
+    # I^k: the roots outside it start the order-2 region (k = 1: I itself)
+    inner = is_i if k == 1 else knowledge_set(nd.key[:n], alive & ~capped, is_i, k - 1)
     under = np.zeros(n, dtype=np.bool_)
     _under_kernel(nd.parent, n, old.n_roots, in_k, under)
     roots = np.flatnonzero(in_k & ~under).astype(np.int64)
@@ -650,7 +688,7 @@ def build_kluss(
         groups.append(_Group(
             key=int(uniq[order[j]]), alt=float(alt[j]), gift=float(gifts[j]),
             sigma=float(sigma[j]), P=float(P[j]), old=rs, q_old=cx[rs] / D[j],
-            in_i_old=is_i[rs],
+            in_i_old=inner[rs],
         ))
     carried_i = int(np.count_nonzero(is_i & in_k))
 
@@ -667,8 +705,38 @@ def build_kluss(
                          searcher, nd, vals)
 
     # 5-6. the new arena
-    return _materialize(old, new, groups, strat, game, config, searcher, util_scale,
+    info = _materialize(old, new, groups, strat, game, config, searcher, util_scale,
                         carried_i, sampled, v_star, cur_key)
+    # 7. roots in our infoset get their children (RootExpansion.INFOSET)
+    if config.root_expansion is RootExpansion.INFOSET:
+        expand_infoset_roots(new, game, evaluator, cur_key, config)
+    return info
+
+
+def expand_infoset_roots(arena: Arena, game: SearchGame, evaluator: Evaluator, cur_key: int,
+                         config: SearchConfig) -> int:
+    """Expand every unexpanded non-terminal root in the searcher's infoset `cur_key` (module
+    docstring, step 7); returns how many. One game and one evaluator call for all of them."""
+    from caligo.search import expand as X
+
+    nr = arena.n_roots
+    nd = arena.nodes
+    s = arena.searcher
+    todo = np.flatnonzero((nd.player[:nr] == s) & (nd.key[:nr, s] == np.uint64(cur_key))
+                          & ((nd.flags[:nr] & EXPANDED) == 0)).astype(np.int32)
+    if todo.size == 0:
+        return 0
+    nd.claim[todo] = 1
+    ex = X.Expander(arena, game, evaluator, config.seed)
+    pending = ex.expand(todo)
+    if pending is None:
+        raise SearchError(f"arena capacity {arena.capacity.nodes} too small to expand the "
+                          f"{todo.size} roots of our infoset")
+    status = X.commit(arena, pending, config.initial_strategy is InitialStrategy.UNIFORM)
+    if status != OK:
+        raise SearchError("the game gave one infoset two action sets at the roots of our "
+                          "infoset (perfect recall broken)")
+    return int(todo.size)
 
 
 def _sample_outside(game: SearchGame, belief: Belief, nd: NodeArrays, i_nodes: np.ndarray,
@@ -777,7 +845,8 @@ def _materialize(old: Arena, new: Arena, groups: list[_Group], strat: np.ndarray
                           f"{new.capacity.roots}")
     nd, rt = new.nodes, new.roots
     old_of = np.full(new.capacity.nodes, -1, dtype=np.int32)
-    klss = config.subgame is SubgameKind.KLSS
+    mark = config.subgame.marks_order2
+    o2_flag = FROZEN | FROZEN_ROOT if config.subgame is SubgameKind.KLSS_ROOT else FROZEN
     r = 0
     carried_roots: list[int] = []
     for j, grp in enumerate(groups):
@@ -789,7 +858,7 @@ def _materialize(old: Arena, new: Arena, groups: list[_Group], strat: np.ndarray
             raise SearchError(f"arena capacity {new.capacity.nodes} too small for the roots")
         for i, o in enumerate(grp.old.tolist()):
             _copy_root(nd, r, old.nodes, o, float(q[i]), j, opp,
-                       klss and not bool(grp.in_i_old[i]))
+                       o2_flag if mark and not bool(grp.in_i_old[i]) else np.uint8(0))
             old_of[r] = o
             carried_roots.append(o)
             r += 1
@@ -799,7 +868,8 @@ def _materialize(old: Arena, new: Arena, groups: list[_Group], strat: np.ndarray
             nd.first_child[r] = -1
             nd.num_children[r] = 0
             nd.player[r] = grp.players[i]
-            nd.flags[r] = FROZEN if (klss and not grp.in_i_new[i]) else 0
+            inner = grp.in_i_new[i] or config.knowledge_order > 1  # sampled roots are in I^2
+            nd.flags[r] = o2_flag if (mark and not inner) else 0
             nd.claim[r] = 0
             nd.action[r] = -1
             nd.chance_prob[r] = q[grp.old.size + i]
@@ -862,6 +932,10 @@ def _materialize(old: Arena, new: Arena, groups: list[_Group], strat: np.ndarray
     rt.res_regret[:m] = 0.0
     rt.res_pred[:m] = 0.0
     rt.res_strat[:m] = 0.5
+    new.meta[M_ORDER2] = _ORDER2_MODE[config.subgame]
+    new.fmeta[F_BLEND] = config.order2_blend
+    new.fmeta[F_FLOOR] = config.order2_floor * util_scale
+    new.fmeta[F_ROOT_FLOOR] = config.root_floor
     init_weights(new)
     t = new.table
     status = _compact_kernel(
@@ -883,6 +957,12 @@ def _materialize(old: Arena, new: Arena, groups: list[_Group], strat: np.ndarray
     )
 
 
+_ORDER2_MODE = {SubgameKind.KLUSS: ORDER2_FROZEN, SubgameKind.COMMON_KNOWLEDGE: ORDER2_FROZEN,
+                SubgameKind.KLSS: ORDER2_FROZEN, SubgameKind.KLSS_ROOT: ORDER2_FROZEN,
+                SubgameKind.BLEND: ORDER2_BLEND, SubgameKind.SAFE_KLUSS: ORDER2_FLOOR}
+"""How each subgame kind plays its order-2 infosets (KLUSS and common knowledge mark none)."""
+
+
 def init_weights(arena: Arena) -> None:
     """w_J from the root regret minimizers' current strategies (Fig. 10 line 12)."""
     m = arena.n_j
@@ -896,16 +976,19 @@ def init_weights(arena: Arena) -> None:
         rt.w[:m] = rt.alpha[:m] * enter
     else:
         rt.w[:m] = p_max * rt.alpha[:m] * enter + (1.0 - p_max) * rt.mm_strat[:m]
+    eps = float(arena.fmeta[F_ROOT_FLOOR])
+    if eps > 0.0:
+        rt.w[:m] = (1.0 - eps) * rt.w[:m] + eps * rt.alpha[:m]
     arena.fmeta[F_PMAX] = p_max
 
 
 def _copy_root(nd: NodeArrays, r: int, on: NodeArrays, o: int, q: float, j: int, opp: int,
-               frozen: bool) -> None:
+               order2: np.uint8) -> None:
     nd.parent[r] = -1
     nd.first_child[r] = -1
     nd.num_children[r] = 0
     nd.player[r] = on.player[o]
-    nd.flags[r] = FROZEN if frozen else 0
+    nd.flags[r] = order2
     nd.claim[r] = 0
     nd.action[r] = on.action[o]
     nd.chance_prob[r] = q

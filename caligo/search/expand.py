@@ -42,6 +42,7 @@ from caligo.search._fastcall import FastKernel
 from caligo.search.arena import (
     EXPANDED,
     FROZEN,
+    FROZEN_ROOT,
     IFROZEN,
     KEY_INCREMENTAL,
     M_EXPANSIONS,
@@ -257,6 +258,7 @@ def _append_kernel(
     utility: np.ndarray,
     values: np.ndarray,
     key_mode: int,
+    searcher: int,
     nd: NodeArrays,
 ) -> int:
     """Write the children of each leaf into rows firsts[i] .. firsts[i] + ptr[i+1] - ptr[i] - 1.
@@ -264,14 +266,17 @@ def _append_kernel(
     leaves, firsts: int32[k]; ptr: int64[k+1] (CSR into the child arrays); state int64[n],
     action int32[n], player int8[n], chance_prob float64[n], obs uint64[n, 2], utility
     float64[n], values float64[n] (heuristic values, player 0's view; terminals take utility).
-    key_mode: KEY_INCREMENTAL or KEY_CUMULATIVE. Sequences and links are the commit's job.
-    Returns OK.
+    key_mode: KEY_INCREMENTAL or KEY_CUMULATIVE. Children inherit the order-2 flags (FROZEN,
+    FROZEN_ROOT), except below a searcher node flagged FROZEN_ROOT. Sequences and links are the
+    commit's job. Returns OK.
     """
     for i in range(leaves.shape[0]):
         h = leaves[i]
         row = firsts[i]
         ph = nd.player[h]
-        frozen = nd.flags[h] & FROZEN
+        frozen = nd.flags[h] & (FROZEN | FROZEN_ROOT)
+        if (frozen & FROZEN_ROOT) != 0 and ph == searcher:
+            frozen = np.uint8(0)
         for c in range(ptr[i], ptr[i + 1]):
             nd.parent[row] = h
             nd.first_child[row] = -1
@@ -376,6 +381,8 @@ def _commit_kernel(
                         sl.strat[s0 + a] = 1.0 / n
                     else:
                         sl.strat[s0 + a] = 1.0 if a == best else 0.0
+                    sl.anchor[s0 + a] = sl.strat[s0 + a]
+                    sl.learn[s0 + a] = sl.strat[s0 + a]
                 meta[M_INFOSETS] = g + 1
                 meta[M_SLOTS] = s0 + n
             else:
@@ -507,7 +514,7 @@ class Expander:
                 np.ascontiguousarray(batch.chance_prob, dtype=np.float64),
                 np.ascontiguousarray(batch.obs, dtype=np.uint64),
                 np.ascontiguousarray(batch.utility, dtype=np.float64), values,
-                int(a.meta[M_KEY_MODE]), a.nodes)
+                int(a.meta[M_KEY_MODE]), int(a.meta[M_SEARCHER]), a.nodes)
         return Pending(leaves, firsts, counts)
 
 

@@ -18,7 +18,10 @@ import numpy as np
 
 from caligo.search.arena import (
     EXPANDED,
+    F_BLEND,
+    F_FLOOR,
     F_PMAX,
+    F_ROOT_FLOOR,
     F_ROOT_VALUE,
     GADGET,
     GADGET_MAXMARGIN,
@@ -27,7 +30,10 @@ from caligo.search.arena import (
     LIVE,
     M_GADGET_MODE,
     M_ITERATION,
+    M_ORDER2,
     NEW,
+    ORDER2_BLEND,
+    ORDER2_FROZEN,
     Arena,
 )
 
@@ -124,10 +130,27 @@ def _pass(arena: Arena, i: int, average: bool) -> None:
             if reach_of.get(g, 0.0) > 0:
                 for k in range(n):
                     sl.q[s0 + k] = u[k] / reach_of[g]
-        if not inf.flags[g] & IFROZEN:
+        frozen = bool(inf.flags[g] & IFROZEN)
+        mode = int(arena.meta[M_ORDER2])
+        if frozen and mode != ORDER2_FROZEN:  # order-2 play (solver docstring)
             reg = [float(sl.regret[a]) for a in range(s0, s0 + n)]
             pred = [0.0] * n
-            _prm_plus(reg, pred, x, u)
+            learn = [float(sl.learn[a]) for a in range(s0, s0 + n)]
+            anchor = [float(sl.anchor[a]) for a in range(s0, s0 + n)]
+            _prm_plus(reg, pred, learn, u)
+            b = float(arena.fmeta[F_BLEND])
+            if mode != ORDER2_BLEND:
+                gain = sum((lk - ak) * uk for lk, ak, uk in zip(learn, anchor, u, strict=True))
+                floor = float(arena.fmeta[F_FLOOR]) * reach_of.get(g, 0.0)
+                b = floor / -gain if gain < -floor else 1.0
+            x = [(1.0 - b) * ak + b * lk for ak, lk in zip(anchor, learn, strict=True)]
+            for k in range(n):
+                sl.learn[s0 + k] = learn[k]
+        if not frozen or mode != ORDER2_FROZEN:
+            if not frozen:
+                reg = [float(sl.regret[a]) for a in range(s0, s0 + n)]
+                pred = [0.0] * n
+                _prm_plus(reg, pred, x, u)
             for k in range(n):
                 sl.regret[s0 + k] = reg[k]
                 sl.pred[s0 + k] = pred[k]
@@ -162,14 +185,16 @@ def _gadget(arena: Arena, cfv_j: list[float]) -> None:
             _prm_plus(reg, pred, st, [util[j], 0.0])
             rt.res_regret[j], rt.res_pred[j], rt.res_strat[j] = reg, pred, st
             p_max = max(p_max, st[0])
+    eps = float(arena.fmeta[F_ROOT_FLOOR])
     for j in range(m):
         enter = float(rt.res_strat[j, 0])
         if mode == GADGET_MAXMARGIN:
-            rt.w[j] = rt.mm_strat[j]
+            w = float(rt.mm_strat[j])
         elif mode == GADGET_RESOLVE:
-            rt.w[j] = rt.alpha[j] * enter
+            w = float(rt.alpha[j]) * enter
         else:
-            rt.w[j] = p_max * rt.alpha[j] * enter + (1 - p_max) * rt.mm_strat[j]
+            w = p_max * float(rt.alpha[j]) * enter + (1 - p_max) * float(rt.mm_strat[j])
+        rt.w[j] = w if eps == 0.0 else (1.0 - eps) * w + eps * float(rt.alpha[j])
     arena.fmeta[F_PMAX] = p_max
 
 

@@ -28,13 +28,27 @@ strategy already comes from its own regrets (flag LIVE), so a fully expanded are
 core's PCFR+ iterate for iterate. An infoset never reached keeps its first strategy (C.5: all
 weight on the best child), which the expansion walk and the other player's values rely on.
 
+Order-2 play. Infosets flagged IFROZEN are the searcher's order-2 infosets (below the roots
+outside its own infoset; `caligo.search.construct`), and `meta[M_ORDER2]` says how they play:
+ORDER2_FROZEN (1-KLSS): their carried strategy, never updated; otherwise `_order2_step`: the
+PRM+ step moves a learned strategy (slots `learn`) on the same counterfactual values, and the
+played strategy is strat = (1 - b) anchor + b learn with `anchor` the blueprint they were carried
+with. ORDER2_BLEND: b = fmeta[F_BLEND] fixed (b = 1 plays exactly the learned strategy, as
+KLUSS). ORDER2_FLOOR: b = 1 unless the learned strategy is worse than the blueprint against the
+opponent's current strategy by more than the margin, sum_a (learn - anchor) u_cf <
+-fmeta[F_FLOOR] R(I) (R the infoset's counterfactual reach this pass), when b is the largest
+value keeping the played strategy at that floor: the per-opponent-strategy margin of Safe-KLSS
+(Liu et al. 2023), u_I(x', y) - u_I(x0, y) >= -margin, at every order-2 infoset.
+
 The gadget update (`_gadget_kernel`, Fig. 10 lines 6-13), in the opponent's utility: branch J
 is worth u_J = u_cf_opp(J) + c_J, where c_J = sigma_J (v_alt(J) - g(J)) is the threshold in the
 searcher's utility (Maxmargin pays the searcher sum_h q_h v(h) - c_J; `caligo.subgame.gadget`
 writes the same number into B). Maxmargin: one PRM+ over the J; Resolve: per J a PRM+ over
 ENTER (u_J) and EXIT (0); p_max = max_J P(enter J); w_J = p_max alpha_J P(enter J) +
-(1 - p_max) P_mm(J). A uniform rescaling of one regret minimizer's utilities (the prior alpha
-of Resolve's counterfactual reach) changes no strategy, so alpha enters only through w.
+(1 - p_max) P_mm(J), then, with the root floor eps = fmeta[F_ROOT_FLOOR] > 0,
+w_J <- (1 - eps) w_J + eps alpha_J (`SearchConfig.root_floor`). A uniform rescaling of one
+regret minimizer's utilities (the prior alpha of Resolve's counterfactual reach) changes no
+strategy, so alpha enters only through w.
 
 Status codes: OK = 0.
 """
@@ -46,7 +60,10 @@ from numba import njit
 
 from caligo.search.arena import (
     EXPANDED,
+    F_BLEND,
+    F_FLOOR,
     F_PMAX,
+    F_ROOT_FLOOR,
     F_ROOT_VALUE,
     GADGET,
     GADGET_MAXMARGIN,
@@ -58,10 +75,13 @@ from caligo.search.arena import (
     M_INFOSETS,
     M_ITERATION,
     M_J,
+    M_ORDER2,
     M_ROOTS,
     M_SEARCHER,
     M_VISITS,
     NEW,
+    ORDER2_BLEND,
+    ORDER2_FROZEN,
     VISITED,
     InfosetArrays,
     NodeArrays,
@@ -104,6 +124,31 @@ def _prm_plus(regret: np.ndarray, pred: np.ndarray, strat: np.ndarray, util: np.
         for a in range(lo, lo + n):
             strat[a] = u
     return v
+
+
+@njit(cache=True, nogil=True)
+def _order2_step(regret: np.ndarray, pred: np.ndarray, learn: np.ndarray, anchor: np.ndarray,
+                 strat: np.ndarray, cfv: np.ndarray, lo: int, n: int, mode: int, blend: float,
+                 floor: float) -> None:
+    """The update of an order-2 infoset that is not frozen (module docstring, "Order-2 play").
+
+    The PRM+ step moves the learned strategy `learn` on the counterfactual values cfv; the
+    played strategy becomes strat = (1 - b) anchor + b learn, with b = `blend` (ORDER2_BLEND)
+    or, for ORDER2_FLOOR, the largest b in [0, 1] with
+    sum_a (strat - anchor) cfv >= -floor (floor: the margin times the infoset's reach).
+    """
+    _prm_plus(regret, pred, learn, cfv, lo, n)
+    if mode == ORDER2_BLEND:
+        b = blend
+    else:
+        gain = 0.0
+        for a in range(lo, lo + n):
+            gain += (learn[a] - anchor[a]) * cfv[a]
+        b = 1.0
+        if gain < -floor:
+            b = floor / (-gain)
+    for a in range(lo, lo + n):
+        strat[a] = (1.0 - b) * anchor[a] + b * learn[a]
 
 
 @njit(cache=True, nogil=True)
@@ -150,6 +195,9 @@ def _pass_kernel(
     slot_inf = sl.infoset
     iflags = inf.flags
     ireach = inf.reach
+    order2 = meta[M_ORDER2]
+    blend = fmeta[F_BLEND]
+    floor = fmeta[F_FLOOR]
     _ = parent
 
     root_value = 0.0
@@ -262,6 +310,10 @@ def _pass_kernel(
             v = 0.0
             for a in range(s0, s0 + n):
                 v += strat[a] * cfv[a]
+            if update and order2 != ORDER2_FROZEN and (fl & IFROZEN) != 0:
+                _order2_step(regret, pred, sl.learn, sl.anchor, strat, cfv, s0, n, order2,
+                             blend, floor * ireach[g])
+                learn = True
         if visited:
             ps = inf.parent_seq[g]
             if ps >= 0:
@@ -322,13 +374,15 @@ def _gadget_kernel(update: bool, inf: InfosetArrays, sl: SlotArrays, rt: RootArr
             _prm_plus(rt.res_regret[j], rt.res_pred[j], rt.res_strat[j], two, 0, 2)
             if rt.res_strat[j, 0] > p_max:
                 p_max = rt.res_strat[j, 0]
+    eps = fmeta[F_ROOT_FLOOR]
     for j in range(m):
         if mode == GADGET_MAXMARGIN:
-            rt.w[j] = rt.mm_strat[j]
+            w = rt.mm_strat[j]
         elif mode == GADGET_RESOLVE:
-            rt.w[j] = rt.alpha[j] * rt.res_strat[j, 0]
+            w = rt.alpha[j] * rt.res_strat[j, 0]
         else:
-            rt.w[j] = p_max * rt.alpha[j] * rt.res_strat[j, 0] + (1.0 - p_max) * rt.mm_strat[j]
+            w = p_max * rt.alpha[j] * rt.res_strat[j, 0] + (1.0 - p_max) * rt.mm_strat[j]
+        rt.w[j] = w if eps == 0.0 else (1.0 - eps) * w + eps * rt.alpha[j]
     fmeta[F_PMAX] = p_max
     return OK
 

@@ -1,4 +1,4 @@
-"""The exploitability study of the search agent (issue 7; docs/search.md): the grid, a
+"""The exploitability study of the search agent (docs/search.md): the grid, a
 resumable runner, the tables and the log-log figure.
 
 Every row is one (game, variant, iteration budget): the agent's exact exploitability
@@ -21,14 +21,18 @@ import csv
 import dataclasses
 import json
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from caligo.core.games import load_game
 from caligo.core.strategy import uniform_strategy
+from caligo.core.tree import GameTree
 from caligo.search.config import (
     AlternateValues,
     CarryOver,
@@ -39,6 +43,7 @@ from caligo.search.config import (
     Iterations,
     Purification,
     ResolvePrior,
+    RootExpansion,
     RootInfosets,
     SearchConfig,
     SubgameKind,
@@ -68,7 +73,11 @@ ABLATION_BUDGETS = (100, 1000)
 
 @dataclass(frozen=True)
 class Variant:
-    """A named configuration of the agent for the study."""
+    """A named configuration of the agent for the study.
+
+    expand_ratio: leaf expansions per iteration (`expansions` = ratio x budget, at least 1), as
+    the FoW engine sets them; None keeps the overrides' (or the full expansion's) count.
+    """
 
     label: str
     overrides: dict[str, Any]
@@ -76,11 +85,14 @@ class Variant:
     seeds: int = 1
     budgets: tuple[int, ...] = BUDGETS
     note: str = ""
+    expand_ratio: float | None = None
 
     def config(self, budget: int) -> SearchConfig:
         base: dict[str, Any] = {"budget": Iterations(budget), "expansion": Expansion.FULL,
                                 "purification": Purification.NONE}
         base.update(self.overrides)
+        if self.expand_ratio is not None:
+            base["expansions"] = max(1, round(self.expand_ratio * budget))
         return SearchConfig(**base)
 
 
@@ -131,6 +143,90 @@ VARIANTS: tuple[Variant, ...] = (
 )
 
 
+# --- the construction grid: subgames between 1-KLSS and KLUSS -------------------
+
+CONSTRUCTION_GAMES = (
+    "kuhn_poker",
+    "leduc_poker",
+    "dark_hex(gameversion=adh,num_rows=2,num_cols=2)",
+)
+CONSTRUCTION_BUDGETS = (10, 100, 1000, 10000)
+ONE_SIDED_BUDGETS = (1000, 10000)
+ONE_SIDED_RATIO = 0.25  # expansions per iteration, as the FoW engine's default
+_FIX: dict[str, Any] = {"root_expansion": RootExpansion.INFOSET, "root_floor": 0.05}
+CONSTRUCTIONS: tuple[tuple[str, dict[str, Any], str, bool], ...] = (
+    # (label, overrides, note, also with one-sided GT-CFR)
+    ("kluss", {}, "Obscuro's 2-KLUSS (appendix C.6)", True),
+    ("klss", {"subgame": SubgameKind.KLSS}, "1-KLSS (Zhang and Sandholm 2021)", True),
+    ("klss_root", {"subgame": SubgameKind.KLSS_ROOT},
+     "1-KLSS at the order-2 root decisions, re-optimized below", True),
+    ("blend0.5", {"subgame": SubgameKind.BLEND, "order2_blend": 0.5},
+     "order-2 play 1/2 blueprint + 1/2 re-optimized", False),
+    ("blend0.1", {"subgame": SubgameKind.BLEND, "order2_blend": 0.1},
+     "order-2 play 9/10 blueprint + 1/10 re-optimized", True),
+    ("safe_kluss", {"subgame": SubgameKind.SAFE_KLUSS, "order2_floor": 0.0},
+     "KLUSS with the Safe-KLSS floor (Liu et al. 2023) at the order-2 infosets", False),
+    ("klss3", {"subgame": SubgameKind.KLSS, "knowledge_order": 3},
+     "3-KLSS (Zhang and Sandholm 2021, k = 3): order-2 re-optimized with complete infosets",
+     True),
+    ("kluss3", {"subgame": SubgameKind.KLUSS, "knowledge_order": 3},
+     "4-KLUSS: I^4 kept, nothing frozen", False),
+    ("common_knowledge", {"subgame": SubgameKind.COMMON_KNOWLEDGE},
+     "the common-knowledge closure in the carried tree (reference)", False),
+    ("kluss+fix", dict(_FIX), "KLUSS with the decided-loss fix (roots expanded, floor 0.05)",
+     True),
+    ("klss+fix", {"subgame": SubgameKind.KLSS, **_FIX}, "1-KLSS with the decided-loss fix",
+     True),
+    ("klss3+fix", {"subgame": SubgameKind.KLSS, "knowledge_order": 3, **_FIX},
+     "3-KLSS with the decided-loss fix", True),
+    ("kluss+expand", {"root_expansion": RootExpansion.INFOSET},
+     "KLUSS with the fix's first half only (roots of our infoset expanded)", True),
+    ("kluss+floor", {"root_floor": 0.05},
+     "KLUSS with the fix's second half only (root floor 0.05)", True),
+    ("klss+expand", {"subgame": SubgameKind.KLSS, "root_expansion": RootExpansion.INFOSET},
+     "1-KLSS with the fix's first half only", True),
+)
+
+
+def construction_variants(constructions: tuple[tuple[str, dict[str, Any], str, bool], ...]
+                          = CONSTRUCTIONS) -> tuple[Variant, ...]:
+    """Each construction with full expansion (zero evaluator, one seed) and, where its flag
+    says so, with one-sided GT-CFR (`ONE_SIDED_RATIO` expansions per iteration,
+    perfect-information leaves, three seeds, label prefix `os:`), purification off and on
+    (suffix `+purify`)."""
+    out = []
+    for label, over, note, one_sided in constructions:
+        for purify in (False, True):
+            tag = "+purify" if purify else ""
+            ov = {**over, "purification": Purification.STABLE_TOP3} if purify else dict(over)
+            out.append(Variant(label + tag, ov, budgets=CONSTRUCTION_BUDGETS, note=note))
+            if one_sided:
+                out.append(Variant("os:" + label + tag, {**ov, "expansion": Expansion.ONE_SIDED},
+                                   EvaluatorKind.PERFECT_INFO, 3, ONE_SIDED_BUDGETS, note,
+                                   expand_ratio=ONE_SIDED_RATIO))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A study: its games, variants, plotted labels, and what else it runs.
+
+    baselines: also the issue-7 baselines (uniform, full-game PCFR+, nested 1-KLSS and the LP
+    oracles); work_label: the variant whose node visits give PCFR+ its equal-work budget;
+    profiles: keep every agent profile (`profiles/`) for the strength table.
+    """
+
+    name: str
+    games: tuple[str, ...]
+    variants: tuple[Variant, ...]
+    plotted: tuple[str, ...]
+    baselines: bool = True
+    work_label: str = "obscuro"
+    profiles: bool = False
+    budgets: tuple[int, ...] = BUDGETS
+    out: str = "docs/search"  # the default output directory (relative to the repository)
+
+
 @dataclass(frozen=True)
 class Row:
     """One finished cell of the grid."""
@@ -173,12 +269,23 @@ def _append(path: Path, row: Row) -> None:
         f.write(json.dumps(dataclasses.asdict(row)) + "\n")
 
 
-def agent_row(game: str, variant: Variant, budget: int) -> Row:
-    """Run one agent cell."""
+def profile_path(out: Path, game: str, label: str, budget: int) -> Path:
+    """Where a cell's agent profiles are kept: float64[seeds, slots] (.npy)."""
+    slug = "".join(ch if ch.isalnum() else "_" for ch in game).strip("_")
+    safe = "".join(ch if ch.isalnum() or ch in "+-." else "_" for ch in label)
+    return out / "profiles" / slug / f"{safe}@{budget}.npy"
+
+
+def agent_row(game: str, variant: Variant, budget: int, profiles: Path | None = None) -> Row:
+    """Run one agent cell (and keep its profiles under `profiles`, a study directory)."""
     tree = load_game(game)
     ev = make_evaluator(tree, variant.evaluator)
     t0 = time.perf_counter()
     rep = search_exploitability(tree, variant.config(budget), ev, list(range(variant.seeds)))
+    if profiles is not None:
+        path = profile_path(profiles, game, variant.label, budget)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.save(path, np.stack([r.profile for r in rep.runs]))
     return Row(game=game, label=variant.label, budget=budget, kind="agent",
                nashconv_half=rep.mean.nashconv_half, ci95=rep.ci95, seat0=rep.mean.seat0,
                seat1=rep.mean.seat1, mixture=rep.mixture.nashconv_half, seeds=variant.seeds,
@@ -211,12 +318,17 @@ def baseline_rows(game: str, budgets: Iterable[int], equal_work: dict[int, int])
 
 def run_study(
     out: Path,
-    games: Iterable[str] = GAMES,
-    variants: Iterable[Variant] = VARIANTS,
+    games: Iterable[str] | None = None,
+    variants: Iterable[Variant] | None = None,
     short: bool = False,
     progress: Callable[[str], None] | None = None,
+    grid: Grid | None = None,
 ) -> list[Row]:
-    """Run every missing cell, appending to out/study.jsonl; return all rows."""
+    """Run every missing cell of `grid` (default: the exploitability grid), restricted to
+    `games` / `variants` when given, appending to out/study.jsonl; return all rows."""
+    grid = grid if grid is not None else GRIDS["exploitability"]
+    games = grid.games if games is None else tuple(games)
+    variants = grid.variants if variants is None else tuple(variants)
     path = out / "study.jsonl"
     done = {r.key for r in load_rows(path)}
     for game in games:
@@ -225,12 +337,20 @@ def run_study(
             for b in budgets:
                 if (game, v.label, b) in done:
                     continue
-                row = agent_row(game, v, b)
+                row = agent_row(game, v, b, out if grid.profiles else None)
                 _append(path, row)
                 done.add(row.key)
                 if progress is not None:
                     progress(f"{game} {v.label} T={b}: {row.nashconv_half:.5g} "
                              f"({row.seconds:.1f} s)")
+        base_budgets = grid.budgets if not short else SHORT_BUDGETS
+        if not grid.baselines:
+            if (game, "pcfr+_last", base_budgets[-1]) not in done:
+                for row in baseline_rows(game, base_budgets, {}):
+                    if row.key not in done:
+                        _append(path, row)
+                        done.add(row.key)
+            continue
         if (game, "nested_1klss", 0) not in done:
             t0 = time.perf_counter()
             e = nested_klss_exploitability(load_game(game))
@@ -244,8 +364,7 @@ def run_study(
             if progress is not None:
                 progress(f"{game} {label}: {row.nashconv_half:.5g} ({row.seconds:.1f} s)")
         work = {r.budget: r.node_visits for r in load_rows(path)
-                if r.game == game and r.label == "obscuro"}
-        base_budgets = BUDGETS if not short else SHORT_BUDGETS
+                if r.game == game and r.label == grid.work_label}
         if (game, "uniform", base_budgets[-1]) not in done:
             for row in baseline_rows(game, base_budgets, work):
                 if row.key not in done:
@@ -289,8 +408,10 @@ def _lp_oracles(game: str, done: set[tuple[str, str, int]]) -> list[tuple[str, R
     return out
 
 
-def write_tables(rows: list[Row], out: Path) -> list[Path]:
-    """study.csv (every row), study.json (grouped by game and label), study.md (tables)."""
+def write_tables(rows: list[Row], out: Path, grid: Grid | None = None) -> list[Path]:
+    """study.csv (every row), study.json (grouped by game and label), study.md (tables); for a
+    grid that keeps profiles also strength.csv and strength.md (`strength_rows`)."""
+    grid = grid if grid is not None else GRIDS["exploitability"]
     out.mkdir(parents=True, exist_ok=True)
     csv_path = out / "study.csv"
     fields = ["game", "label", "budget", "kind", "nashconv_half", "ci95", "seat0", "seat1",
@@ -311,29 +432,157 @@ def write_tables(rows: list[Row], out: Path) -> list[Path]:
     json_path = out / "study.json"
     json_path.write_text(json.dumps(grouped, indent=1, sort_keys=True))
     md_path = out / "study.md"
-    md_path.write_text(markdown(rows))
-    return [csv_path, json_path, md_path]
+    md_path.write_text(markdown(rows, grid))
+    paths = [csv_path, json_path, md_path]
+    srows = strength_rows(rows, out, grid) if grid.profiles else []
+    if srows:  # a checkout without the (uncommitted) profiles keeps the tables it has
+        spath = out / "strength.csv"
+        with spath.open("w", newline="") as f:
+            dw = csv.DictWriter(f, fieldnames=list(StrengthRow.__dataclass_fields__))
+            dw.writeheader()
+            for sr in srows:
+                dw.writerow(dataclasses.asdict(sr))
+        smd = out / "strength.md"
+        smd.write_text(strength_markdown(srows))
+        paths += [spath, smd]
+    return paths
 
 
 PLOTTED = ("obscuro", "obscuro+purify", "klss", "common_knowledge", "ck_safe", "sampled_first",
            "gtcfr128", "gtcfr128+purify", "pcfr+_last", "pcfr+_avg")
 
+GRIDS: dict[str, Grid] = {
+    "exploitability": Grid("exploitability", GAMES, VARIANTS, PLOTTED),
+    "constructions": Grid("constructions", CONSTRUCTION_GAMES, construction_variants(),
+                          (*(c[0] for c in CONSTRUCTIONS
+                             if c[0] != "kluss3" and not c[0].endswith(("+expand", "+floor"))),
+                           "pcfr+_last"),
+                          baselines=False, work_label="kluss", profiles=True,
+                          budgets=CONSTRUCTION_BUDGETS, out="docs/search/safe"),
+}
+"""The studies `caligo search study --grid NAME` runs: the exploitability grid
+(docs/search/) and the constructions between 1-KLSS and KLUSS (docs/search/safe/)."""
 
-def plot(rows: list[Row], path: Path) -> Path:
-    """The log-log figure: NashConv / 2 against the iteration budget, one panel per game."""
+FAMILIES = (("", ""), ("", "+purify"), ("os:", ""), ("os:", "+purify"))
+"""(prefix, suffix) of a construction's labels: full expansion / one-sided GT-CFR, purification
+off / on (`construction_variants`)."""
+
+
+@dataclass(frozen=True)
+class StrengthRow:
+    """What a construction buys on a small game, from the kept profiles (module docstring).
+
+    Values are the construction's expected payoff per game averaged over both seats (player 0's
+    utility as player 0, minus it as player 1), in the game's units: head_to_head against the
+    same family's `kluss` agent at the same budget, vs_uniform against uniform play,
+    vs_pcfr10 against full-game PCFR+'s average after 10 iterations (a weak opponent with
+    systematic errors). With several seeds, seed s meets seed s.
+    """
+
+    game: str
+    family: str  # "full", "full+purify", "os", "os+purify"
+    label: str
+    budget: int
+    nashconv_half: float
+    head_to_head: float
+    vs_uniform: float
+    vs_pcfr10: float
+    head_to_head_ci: float = 0.0  # half-width of the 95% interval over seeds (0: one seed)
+
+
+def _seat_mean(tree: GameTree, mine: np.ndarray, theirs: np.ndarray) -> float:
+    """Average over seats of `mine`'s expected payoff against `theirs` (full profiles)."""
+    from caligo.core.best_response import expected_value
+    from caligo.search.exploitability import combine
+
+    return 0.5 * (expected_value(tree, combine(tree, mine, theirs))
+                  - expected_value(tree, combine(tree, theirs, mine)))
+
+
+def strength_rows(rows: list[Row], out: Path, grid: Grid) -> list[StrengthRow]:
+    """Head-to-head and fixed-opponent values of every kept profile (`StrengthRow`)."""
+    from caligo.core.cfr import CFRConfig, CFRSolver
+
+    nash = {r.key: r.nashconv_half for r in rows}
+    labels = [c[0] for c in CONSTRUCTIONS]
+    out_rows = []
+    for game in grid.games:
+        tree = load_game(game)
+        uni = uniform_strategy(tree)
+        solver = CFRSolver(tree, CFRConfig.pcfr_plus())
+        solver.iterate(10)
+        weak = solver.average_strategy()
+        for prefix, suffix in FAMILIES:
+            family = ("os" if prefix else "full") + suffix
+            for budget in sorted({r.budget for r in rows if r.game == game and r.budget > 0}):
+                base_path = profile_path(out, game, prefix + "kluss" + suffix, budget)
+                if not base_path.exists():
+                    continue
+                base = np.load(base_path)
+                for label in labels:
+                    full = prefix + label + suffix
+                    path = profile_path(out, game, full, budget)
+                    if not path.exists():
+                        continue
+                    prof = np.load(path)
+                    n = min(len(prof), len(base))
+                    h2h = [_seat_mean(tree, prof[i], base[i]) for i in range(n)]
+                    ci = float(1.96 * np.std(h2h, ddof=1) / math.sqrt(n)) if n > 1 else 0.0
+                    out_rows.append(StrengthRow(
+                        game, family, label, budget, nash.get((game, full, budget), math.nan),
+                        float(np.mean(h2h)),
+                        float(np.mean([_seat_mean(tree, p, uni) for p in prof])),
+                        float(np.mean([_seat_mean(tree, p, weak) for p in prof])), ci))
+    return out_rows
+
+
+def strength_markdown(srows: list[StrengthRow]) -> str:
+    """Per game and family, a table of NashConv / 2 and the three values per construction."""
+    out = []
+    for game in dict.fromkeys(r.game for r in srows):
+        for family in dict.fromkeys(r.family for r in srows if r.game == game):
+            mine = [r for r in srows if r.game == game and r.family == family]
+            budgets = sorted({r.budget for r in mine})
+            out.append(f"**{game}, {family}** (per budget: NashConv / 2 | head-to-head vs "
+                       "kluss | vs uniform | vs PCFR+(10) average)\n")
+            out.append("| construction | " + " | ".join(f"T={b}" for b in budgets) + " |")
+            out.append("|---|" + "---|" * len(budgets))
+            for label in dict.fromkeys(r.label for r in mine):
+                cells = {r.budget: r for r in mine if r.label == label}
+                row = []
+                for b in budgets:
+                    r = cells.get(b)
+                    if r is None:
+                        row.append("")
+                        continue
+                    h2h = f"{r.head_to_head:+.4f}" + (
+                        f" ± {r.head_to_head_ci:.3f}" if r.head_to_head_ci > 0 else "")
+                    row.append(f"{_fmt(r.nashconv_half)} \\| {h2h} \\| "
+                               f"{r.vs_uniform:+.4f} \\| {r.vs_pcfr10:+.4f}")
+                out.append(f"| {label} | " + " | ".join(row) + " |")
+            out.append("")
+    return "\n".join(out)
+
+
+def plot(rows: list[Row], path: Path, grid: Grid | None = None) -> Path:
+    """The log-log figure: NashConv / 2 against the iteration budget, one panel per game (per
+    game and family for the constructions grid, `plot_constructions`)."""
+    grid = grid if grid is not None else GRIDS["exploitability"]
+    if grid.profiles:
+        return plot_constructions(rows, path, grid)
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    games = [g for g in GAMES if any(r.game == g for r in rows)]
+    games = [g for g in grid.games if any(r.game == g for r in rows)]
     ncol = 3
     nrow = (len(games) + 1 + ncol - 1) // ncol  # one more panel for the legend
     fig, axes = plt.subplots(nrow, ncol, figsize=(4.3 * ncol, 3.6 * nrow), squeeze=False)
     flat = [ax for row in axes for ax in row]
     handles: dict[str, object] = {}
     for ax, game in zip(flat, games, strict=False):
-        for label in PLOTTED:
+        for label in grid.plotted:
             pts = sorted((r.budget, r.nashconv_half) for r in rows
                          if r.game == game and r.label == label and r.budget > 0)
             if not pts:
@@ -372,11 +621,71 @@ def _fmt(x: float) -> str:
     return "0" if abs(x) < 1e-12 else f"{x:.3g}"
 
 
-def markdown(rows: list[Row]) -> str:
+def plot_constructions(rows: list[Row], path: Path, grid: Grid) -> Path:
+    """One row of panels per game, one column per family (full expansion / one-sided GT-CFR,
+    purification off / on): NashConv / 2 of each construction against the budget, log-log,
+    full-game PCFR+'s last iterate dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    games = [g for g in grid.games if any(r.game == g for r in rows)]
+    fams = FAMILIES
+    fig, axes = plt.subplots(len(games), len(fams), figsize=(4.0 * len(fams), 3.2 * len(games)),
+                             squeeze=False)
+    handles: dict[str, Any] = {}
+    cmap = plt.get_cmap("tab10")
+    bases = [lab for lab in grid.plotted if "+" not in lab and not lab.startswith("pcfr")]
+    for gi, game in enumerate(games):
+        for fi, (prefix, suffix) in enumerate(fams):
+            ax = axes[gi][fi]
+            for label in grid.plotted:
+                full = label if label.startswith("pcfr") else prefix + label + suffix
+                pts = sorted((r.budget, r.nashconv_half) for r in rows
+                             if r.game == game and r.label == full and r.budget > 0)
+                if not pts:
+                    continue
+                xs, ys = zip(*pts, strict=True)
+                base = label.split("+")[0]
+                fix = "+" in label
+                color = ("black" if label.startswith("pcfr") else
+                         cmap(bases.index(base) % 10) if base in bases else "gray")
+                style = "--" if label.startswith("pcfr") else "-." if fix else "-"
+                (line,) = ax.plot(xs, [max(y, 1e-6) for y in ys], style,
+                                  marker="x" if fix else "o", ms=4 if fix else 3, color=color,
+                                  label=label)
+                handles.setdefault(label, line)
+            goal = {"kuhn_poker": 0.01, "leduc_poker": 0.05}.get(game)
+            if goal is not None:
+                ax.axhline(goal, ls=":", color="red", lw=0.8)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            fam = ("one-sided, 0.25 expansions/iteration" if prefix else "full expansion") + (
+                ", purified" if suffix else "")
+            ax.set_title(f"{game.split('(')[0]}: {fam}", fontsize=8)
+            ax.set_xlabel("iterations per search", fontsize=7)
+            ax.set_ylabel("NashConv / 2 (exact)", fontsize=7)
+            ax.tick_params(labelsize=7)
+            ax.grid(True, which="both", alpha=0.3)
+    fig.legend(list(handles.values()), list(handles), fontsize=8, loc="lower center",
+               ncol=min(len(handles), 6),
+               title="values below 1e-6 drawn at 1e-6 (several constructions reach 0 and "
+                     "overlap there); dash-dot x: with the decided-loss fix; red dotted: the goal "
+                     "(Kuhn 0.01, Leduc 0.05)", title_fontsize=7)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def markdown(rows: list[Row], grid: Grid | None = None) -> str:
     """Per game, a table of NashConv / 2 by variant (rows) and budget (columns)."""
+    grid = grid if grid is not None else GRIDS["exploitability"]
     out = []
-    games = [g for g in GAMES if any(r.game == g for r in rows)]
-    order = [v.label for v in VARIANTS] + ["lp_nested_2kluss", "lp_nested_ck",
+    games = [g for g in grid.games if any(r.game == g for r in rows)]
+    order = [v.label for v in grid.variants] + ["lp_nested_2kluss", "lp_nested_ck",
                                            "lp_nested_ck_br", "pcfr+_last",
                                            "pcfr+_avg", "pcfr+_equal_work", "uniform",
                                            "nested_1klss"]

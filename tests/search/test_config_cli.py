@@ -31,6 +31,14 @@ from caligo.search.config import (
     {"expansion": "full"},
     {"budget": Seconds(1.0)},  # deterministic schedule needs iterations
     {"gifts": 1},
+    {"order2_blend": 1.5},
+    {"order2_blend": float("nan")},
+    {"order2_floor": -0.1},
+    {"knowledge_order": 2},
+    {"knowledge_order": 0},
+    {"root_floor": 1.5},
+    {"root_expansion": "infoset"},
+    {"subgame": "klss_root"},
 ])
 def test_bad_configs_raise(kw: dict[str, object]) -> None:
     with pytest.raises(SearchConfigError):
@@ -87,3 +95,44 @@ def test_cli_run_prints_a_search(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "policy" in out and "gadget" in out and "nodes" in out
     assert main(["search", "run", "kuhn_poker", "--infoset", "nope"]) == 2
+
+
+def test_presets_set_only_the_construction() -> None:
+    """`preset` fills the construction fields of `PRESETS` and keeps every other default; the
+    obscuro preset is SearchConfig's defaults (Obscuro's)."""
+    from caligo.search.config import PRESETS, Preset, RootExpansion, SubgameKind, preset
+
+    assert preset(Preset.OBSCURO) == SearchConfig()
+    safe = preset(Preset.SAFE, budget=Iterations(50), expansions=10)
+    assert safe.subgame is SubgameKind.KLSS and safe.root_expansion is RootExpansion.INFOSET
+    assert safe.root_floor == PRESETS[Preset.SAFE]["root_floor"] > 0
+    assert safe.budget == Iterations(50) and safe.purification == SearchConfig().purification
+    fix = preset(Preset.OBSCURO_FIX)
+    assert fix.subgame is SubgameKind.KLUSS and fix.root_expansion is RootExpansion.INFOSET
+    with pytest.raises(SearchConfigError):
+        preset("safe")  # type: ignore[arg-type]
+
+
+def test_cli_preset_and_construction_flags(tmp_path: Path) -> None:
+    out = tmp_path / "k.json"
+    assert main(["search", "exploitability", "kuhn_poker", "--budget", "10", "--preset", "safe",
+                 "--evaluator", "zero", "--json", str(out)]) == 0
+    cfg = json.loads(out.read_text())["config"]
+    assert (cfg["subgame"], cfg["root_expansion"], cfg["root_floor"]) == ("klss", "infoset",
+                                                                          "0.05")
+    assert main(["search", "exploitability", "kuhn_poker", "--budget", "10", "--preset", "safe",
+                 "--subgame", "blend", "--order2-blend", "0.25", "--knowledge-order", "3",
+                 "--root-floor", "0", "--json", str(out)]) == 0
+    cfg = json.loads(out.read_text())["config"]
+    assert (cfg["subgame"], cfg["order2_blend"], cfg["knowledge_order"], cfg["root_floor"]) == (
+        "blend", "0.25", "3", "0.0")
+
+
+def test_cli_constructions_grid_keeps_profiles_and_strength(tmp_path: Path) -> None:
+    args = ["search", "study", "--grid", "constructions", "--out", str(tmp_path), "--games",
+            "kuhn_poker", "--short", "--variants", "kluss,klss"]
+    assert main(args) == 0
+    assert (tmp_path / "profiles").is_dir()
+    text = (tmp_path / "strength.md").read_text()
+    assert "| kluss |" in text and "| klss |" in text
+    assert main(["search", "study", "--grid", "nope", "--out", str(tmp_path)]) == 2

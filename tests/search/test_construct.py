@@ -34,7 +34,7 @@ from caligo.subgame.gadget import (
 )
 from caligo.subgame.solve import solve_subgame
 from tests.conftest import SHORT
-from tests.search.conftest import belief_at, full_search, rng
+from tests.search.conftest import belief_at, full_search, gtcfr_search, rng
 
 
 def _reachable(tree: GameTree, blueprint: FloatArray, limit: int) -> list[int]:
@@ -46,9 +46,11 @@ def _reachable(tree: GameTree, blueprint: FloatArray, limit: int) -> list[int]:
 
 def _oracle(tree: GameTree, bp: FloatArray, g: int, kind: SubgameKind,
             alt: AlternateValues = AlternateValues.BLUEPRINT,
-            gadget: GadgetKind = GadgetKind.RESOLVE) -> Subgame:
-    k = math.inf if kind is SubgameKind.COMMON_KNOWLEDGE else 1
-    opts = SubgameOptions(kind=gadget, k=k, kluss=kind is SubgameKind.KLUSS,
+            gadget: GadgetKind = GadgetKind.RESOLVE, order: int = 1) -> Subgame:
+    """The oracle's gadget with the same kept set as the arena's subgame: I^(k+1) (every kind
+    but common knowledge keeps it; they differ only in how the order-2 region plays)."""
+    k = math.inf if kind is SubgameKind.COMMON_KNOWLEDGE else order
+    opts = SubgameOptions(kind=gadget, k=k, kluss=kind is not SubgameKind.COMMON_KNOWLEDGE,
                           alternate_values=alt, resolve_prior=ResolvePrior.BLUEPRINT_MIX,
                           reach=True)
     return make_subgame(tree, bp, g, opts)
@@ -83,6 +85,70 @@ def test_root_layer_equals_caligo_subgame(game: str, limit: int, kind: SubgameKi
         np.testing.assert_allclose(info.alpha[idx], sub.prior, atol=1e-12)
         np.testing.assert_allclose(info.sigma[idx], sub.scale(), atol=1e-12)
         assert [len(c) for c in sub.copy_roots] == info.roots_per_j[idx].tolist()
+
+
+ORDER2_KINDS = [(SubgameKind.KLSS, 1), (SubgameKind.KLSS_ROOT, 1), (SubgameKind.BLEND, 1),
+                (SubgameKind.SAFE_KLUSS, 1), (SubgameKind.KLSS, 3), (SubgameKind.KLUSS, 3)]
+
+
+@pytest.mark.parametrize("kind,order", ORDER2_KINDS, ids=lambda v: str(getattr(v, "value", v)))
+@pytest.mark.parametrize("game,limit", [*CASES, ("dark_hex(gameversion=adh,num_rows=2,num_cols=2)",
+                                                 10)])
+def test_order2_kinds_root_layer_and_region(game: str, limit: int, kind: SubgameKind,
+                                            order: int) -> None:
+    """The subgames between 1-KLSS and KLUSS, and k-KLSS / (k+1)-KLUSS for k = 3: the root
+    layer (J, alternate values, gifts, priors, scales, roots per J) equals `make_subgame`'s
+    with the same kept set I^(k+1) (`SubgameOptions(k=k, kluss=True)`), and the order-2 region
+    is what `caligo.core.knowledge.order_k_set` says: a root is flagged exactly when its node
+    is outside I^k; every order-2 infoset of ours is flagged IFROZEN and plays as the kind
+    says (KLSS_ROOT: only our first decision below a flagged root)."""
+    from caligo.core.knowledge import infoset_nodes, order_k_set
+    from caligo.search.arena import EXPANDED, FROZEN, IFROZEN
+
+    tree = load_game(game)
+    eng = full_search(tree, 25, subgame=kind, knowledge_order=order)
+    bp = strategy_on_tree(eng.arena, tree, uniform_strategy(tree))
+    base = eng.arena.copy()
+    seen_flagged = 0
+    for g in _reachable(tree, bp, limit):
+        eng.arena = base.copy()
+        eng._spare = None
+        bel, key = belief_at(tree, g)
+        info = eng.reroot(bel, key, rng())
+        a = eng.arena
+        check_invariants(a)
+        sub = _oracle(tree, bp, g, kind, order=order)
+        ours = {int(k): j for j, k in enumerate(info.keys)}
+        assert sorted(ours) == sorted(int(k) for k in sub.root_kinfo)
+        idx = [ours[int(k)] for k in sub.root_kinfo]
+        np.testing.assert_allclose(info.alt[idx], sub.alternate_values, atol=1e-10)
+        np.testing.assert_allclose(info.gift[idx], sub.gifts, atol=1e-10)
+        np.testing.assert_allclose(info.alpha[idx], sub.prior, atol=1e-12)
+        np.testing.assert_allclose(info.sigma[idx], sub.scale(), atol=1e-12)
+        assert [len(c) for c in sub.copy_roots] == info.roots_per_j[idx].tolist()
+        # the order-2 region: roots outside I^k (TreeGame states are the tree's node ids)
+        inner = set(order_k_set(tree, infoset_nodes(tree, g), order).tolist())
+        nd, nr = a.nodes, a.n_roots
+        want_root = np.array([kind.marks_order2 and int(nd.state[r]) not in inner
+                              for r in range(nr)], dtype=np.bool_)
+        flagged = (nd.flags[:nr] & FROZEN) != 0
+        np.testing.assert_array_equal(flagged, want_root)
+        seen_flagged += int(flagged.sum())
+        # walk down: which of our decision nodes belong to IFROZEN infosets
+        s = a.searcher
+        stack = [(r, bool(want_root[r]), False) for r in range(nr)]
+        while stack:
+            h, region, decided_once = stack.pop()
+            here = region and not (kind is SubgameKind.KLSS_ROOT and decided_once)
+            if nd.player[h] == s and nd.flags[h] & EXPANDED:
+                frozen_inf = bool(a.infosets.flags[nd.infoset[h]] & IFROZEN)
+                assert frozen_inf == here, (h, here)
+            if nd.flags[h] & EXPANDED:
+                below = decided_once or nd.player[h] == s
+                fc, k = int(nd.first_child[h]), int(nd.num_children[h])
+                stack.extend((c, region, below) for c in range(fc, fc + k))
+    if kind.marks_order2 and order == 1:
+        assert seen_flagged > 0  # the games have order-2 regions at these infosets
 
 
 def test_random_games_root_layer() -> None:
@@ -176,3 +242,57 @@ def test_forced_off_support_still_builds_a_subgame() -> None:
     info = eng.reroot(bel, key, rng())
     assert info.in_i == bel.size() and info.sampled == 0
     check_invariants(eng.arena)
+
+
+def _later_infosets(tree: GameTree, player: int = 0) -> list[int]:
+    """The player's decision infosets below its first decisions."""
+    return [int(g) for g in tree.infosets_of(player) if int(tree.infoset_parent_seq[g]) != 0]
+
+
+def test_infoset_roots_are_expanded_at_construction() -> None:
+    """RootExpansion.INFOSET: after the subgame is built, every root in our infoset has its
+    children (sampled roots included), and the arena keeps its invariants. Without it, roots
+    sampled from the belief stay leaves (what let the round-2.1 loss of docs/strength.md
+    happen: a leaf root's value does not depend on our move)."""
+    from caligo.search.arena import EXPANDED
+    from caligo.search.config import RootExpansion
+
+    tree = load_game("leduc_poker")
+    counts = {}
+    for mode in (RootExpansion.NONE, RootExpansion.INFOSET):
+        leaves = sampled = 0
+        for g in _later_infosets(tree)[:12]:
+            eng = gtcfr_search(tree, 30, 8, root_expansion=mode)
+            bel, key = belief_at(tree, g)
+            info = eng.reroot(bel, key, rng())
+            check_invariants(eng.arena)
+            a, nr = eng.arena, eng.arena.n_roots
+            mine = (a.nodes.player[:nr] == 0) & (a.nodes.key[:nr, 0] == np.uint64(key))
+            assert int(mine.sum()) == bel.size()  # all of P is in the subgame
+            leaves += int(np.count_nonzero(mine & ((a.nodes.flags[:nr] & EXPANDED) == 0)))
+            sampled += info.sampled
+        counts[mode] = (leaves, sampled)
+    assert counts[RootExpansion.NONE][1] > 0 and counts[RootExpansion.NONE][0] > 0
+    assert counts[RootExpansion.INFOSET] == (0, counts[RootExpansion.NONE][1])
+
+
+def test_root_floor_keeps_a_share_of_the_prior_on_every_root() -> None:
+    """root_floor eps: the gadget opponent is restricted to w = (1 - eps) w_gadget + eps alpha
+    (Maxmargin here, so w_gadget is its strategy), so every root infoset keeps
+    w_J >= eps alpha(J) through the iterations, also where Maxmargin puts nothing."""
+    tree = load_game("leduc_poker")
+    eps = 0.1
+    binds = 0
+    for g in _later_infosets(tree)[:6]:
+        eng = full_search(tree, 50, gadget=GadgetMode.MAXMARGIN, root_floor=eps)
+        bel, key = belief_at(tree, g)
+        eng.reroot(bel, key, rng())
+        m = eng.arena.n_j
+        for _ in range(30):
+            eng.iterate(1)
+            rt = eng.arena.roots
+            w, alpha, mm = rt.w[:m], rt.alpha[:m], rt.mm_strat[:m]
+            np.testing.assert_allclose(w, (1 - eps) * mm + eps * alpha, atol=1e-15)
+            assert np.all(w >= eps * alpha - 1e-15)
+            binds += int(np.count_nonzero(mm == 0.0))
+    assert binds > 0  # Maxmargin alone left some root infoset at weight 0

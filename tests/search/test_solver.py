@@ -16,8 +16,8 @@ from caligo.core.games import load_game
 from caligo.core.random_games import random_game
 from caligo.core.strategy import normalize_per_infoset, uniform_strategy
 from caligo.core.tree import GameTree, build_tree
-from caligo.search.arena import check_invariants
-from caligo.search.config import InitialStrategy, Iterate
+from caligo.search.arena import IFROZEN, check_invariants
+from caligo.search.config import InitialStrategy, Iterate, SubgameKind
 from caligo.search.export import arena_to_gametree, strategy_on_tree
 from caligo.search.reference import reference_iteration
 from tests.search.conftest import belief_at, full_search, gtcfr_search, rng
@@ -93,16 +93,31 @@ def test_average_iterate_matches_core_average() -> None:
     np.testing.assert_allclose(avg, core.average_strategy(), atol=1e-10)
 
 
+_ORDER2 = [
+    {},
+    {"subgame": SubgameKind.BLEND, "order2_blend": 0.3},
+    {"subgame": SubgameKind.SAFE_KLUSS, "order2_floor": 0.01},
+    {"subgame": SubgameKind.KLSS_ROOT, "root_floor": 0.2},
+]
+
+
+@pytest.mark.parametrize("over", _ORDER2, ids=lambda o: "-".join(str(v) for v in o.values())
+                         or "kluss")
 @pytest.mark.parametrize("game", ["leduc_poker", "liars_dice(dice_sides=3)"])
-def test_kernel_matches_reference_on_a_grown_tree_with_gadget(game: str) -> None:
+def test_kernel_matches_reference_on_a_grown_tree_with_gadget(game: str,
+                                                              over: dict[str, object]) -> None:
     """On a partially expanded KLUSS subgame (gadget root, leaves with heuristic values), one
-    kernel iteration equals one reference iteration (Figs. 10-11 read literally)."""
+    kernel iteration equals one reference iteration (Figs. 10-11 read literally); also with
+    the order-2 play of BLEND and SAFE_KLUSS (learned and played strategies) and with the
+    root-weight floor."""
     tree = load_game(game)
-    eng = gtcfr_search(tree, 40, 60)
+    eng = gtcfr_search(tree, 40, 60, **over)
     g0 = int(tree.infosets_of(0)[0])
     bel, key = belief_at(tree, g0)
     eng.reroot(bel, key, rng())
     eng.ensure_infoset(key)
+    if over.get("subgame") in (SubgameKind.BLEND, SubgameKind.SAFE_KLUSS):  # order-2 play runs
+        assert np.any(eng.arena.infosets.flags[: eng.arena.n_infosets] & IFROZEN)
     from caligo.search.expand import Expander
 
     ex = Expander(eng.arena, eng.game, eng.evaluator, 3)
@@ -111,7 +126,7 @@ def test_kernel_matches_reference_on_a_grown_tree_with_gadget(game: str) -> None
         eng.arena = a
         eng.iterate(1)
         reference_iteration(b)
-        for name in ("regret", "pred", "strat", "q"):
+        for name in ("regret", "pred", "strat", "q", "learn"):
             np.testing.assert_allclose(getattr(a.slots, name)[: a.n_slots],
                                        getattr(b.slots, name)[: b.n_slots], atol=1e-12,
                                        err_msg=f"{name} at step {step}")
