@@ -36,6 +36,12 @@ PAPER_STATS = {
 }
 """Obscuro, appendix D: averages over 1,000 games at 5 s per move (10 cores, 5 per side)."""
 
+TIME_FIELDS = (("belief", "belief"), ("construct", "construct"),
+               ("search", "solve_plus_expand"), ("total", "total"), ("after_move", "after_move"))
+"""The time split of a move (`info["time_ms"]`, `caligo.agents.timing`): our name, the info's
+key. `after_move` is the work after the agent's own move (on the opponent's time in a match
+of in-process agents only if the referee did not settle it first; it never does)."""
+
 MOVE_FIELDS = ("belief", "nodes", "infosets", "carried_nodes", "carried_infosets", "depth",
                "iterations", "expansions", "sampled", "roots")
 
@@ -93,6 +99,9 @@ def move_stats(db: str, engine: str) -> dict[str, Any]:
         counts: dict[str, int] = dict.fromkeys(MOVE_FIELDS, 0)
         exact = moves = n_games = plies = 0
         ms = 0.0
+        time_sums: dict[str, float] = {name: 0.0 for name, _ in TIME_FIELDS}
+        timed = 0
+        search_shares: list[float] = []
         for gid, white, black, fen in games:
             if engine not in (white, black):
                 continue
@@ -116,6 +125,14 @@ def move_stats(db: str, engine: str) -> dict[str, Any]:
                     if isinstance(value, int | float) and math.isfinite(value):
                         sums[key] += float(value)
                         counts[key] += 1
+                split = info.get("time_ms")
+                if isinstance(split, dict) and "total" in split:
+                    timed += 1
+                    for name, key in TIME_FIELDS:
+                        time_sums[name] += _finite(split.get(key))
+                    optimum = _finite((info.get("plan") or {}).get("optimum"))
+                    if optimum > 0:
+                        search_shares.append(_finite(split.get("solve_plus_expand")) / optimum)
     finally:
         con.close()
     if not moves:
@@ -125,7 +142,19 @@ def move_stats(db: str, engine: str) -> dict[str, Any]:
                            "belief_exact_share": exact / moves}
     for key in MOVE_FIELDS:
         out[key] = sums[key] / counts[key] if counts[key] else None
+    if timed:
+        out["time_ms"] = {name: time_sums[name] / timed for name, _ in TIME_FIELDS}
+        out["timed_moves"] = timed
+    if search_shares:
+        shares = sorted(search_shares)
+        out["search_share"] = {"mean": sum(shares) / len(shares), "min": shares[0],
+                               "p05": shares[int(0.05 * (len(shares) - 1))],
+                               "moves": len(shares)}
     return out
+
+
+def _finite(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else 0.0
 
 
 def _moves(args: argparse.Namespace) -> int:
@@ -141,6 +170,21 @@ def _moves(args: argparse.Namespace) -> int:
         print(f"| {key} | {'-' if v is None else f'{v:,.1f}'} | "
               f"{'' if ref is None else f'{ref:,.1f}'} |")
     print(f"| P exact (share of moves) | {100 * stats['belief_exact_share']:.1f}% | |")
+    split = stats.get("time_ms")
+    if split:
+        total = split["total"] or 1.0
+        print(f"\ntime split over {stats['timed_moves']} moves (mean ms per move; share of the "
+              "move's total):")
+        print("| belief | construct | search | total | after the move |")
+        print("|---|---|---|---|---|")
+        print("| " + " | ".join(f"{split[k]:,.1f} ({100 * split[k] / total:.0f}%)"
+                                for k in ("belief", "construct", "search")) +
+              f" | {split['total']:,.1f} | {split['after_move']:,.1f} |")
+    share = stats.get("search_share")
+    if share:
+        print(f"search's share of the planned optimum ({share['moves']} timed moves): mean "
+              f"{100 * share['mean']:.0f}%, 5th percentile {100 * share['p05']:.0f}%, "
+              f"min {100 * share['min']:.0f}%")
     if args.json:
         Path(args.json).write_text(json.dumps(stats, indent=1) + "\n")
     return 0

@@ -32,11 +32,16 @@ def test_table_and_move_statistics(tmp_path: Path, capsys: pytest.CaptureFixture
     assert stats["plies_per_game"] == result.plies / 2
     assert stats["moves"] == sum((p + 1) // 2 if w else p // 2 for p, w in _plies(db))
     assert 1 <= stats["nodes"] and stats["belief_exact_share"] == 1.0
+    split = stats["time_ms"]  # every analysed move says how its time was split
+    assert stats["timed_moves"] == stats["moves"]
+    assert split["belief"] + split["construct"] + split["search"] <= split["total"] + 1e-6
+    assert "search_share" not in stats  # iteration budgets plan no time
 
     assert main(["strength", "table", str(out)]) == 0
     assert "| obscuro:eval=simple | random |" in capsys.readouterr().out
     assert main(["strength", "moves", str(db), "--engine", "obscuro:eval=simple"]) == 0
-    assert "| carried_nodes |" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "| carried_nodes |" in text and "| belief | construct | search |" in text
     with pytest.raises(StrengthError, match="no analysed move of engine 'nobody'"):
         move_stats(str(db), "nobody")
     assert main(["strength", "table", str(tmp_path / "missing.json")]) == 2
@@ -64,3 +69,17 @@ def _plies(db: Path) -> list[tuple[int, bool]]:
         out.append((int(n), white.startswith("obscuro")))
     con.close()
     return out
+
+
+def test_move_statistics_of_a_timed_match(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """At a move time, each move's plan (its optimum) is stored, and the search's share of it
+    is reported; nothing here depends on the machine's speed but its sign and the sums."""
+    engines = engine_configs(["obscuro:eval=simple", "random"], [TimeControl.parse("mt=0.05")])
+    db = tmp_path / "m.db"
+    run_match(MatchConfig(engines=engines, rounds=1, seed=4, timemargin_ms=5000), Outputs(db=db))
+    stats = move_stats(str(db), "obscuro:eval=simple")
+    share = stats["search_share"]
+    assert share["moves"] == stats["moves"] and 0.0 <= share["min"] <= share["p05"]
+    assert main(["strength", "moves", str(db), "--engine", "obscuro:eval=simple"]) == 0
+    assert "search's share of the planned optimum" in capsys.readouterr().out
