@@ -17,6 +17,7 @@ import ast
 import importlib.util
 import logging
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,9 @@ def _run_one(name: str, rest: list[str]) -> int:
     if spec is None or spec.loader is None:
         raise BenchError(f"cannot load {str(path)!r}")
     module = importlib.util.module_from_spec(spec)
+    # registered before it runs, as an import would: dataclasses and pickling look the
+    # module up by name
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     try:
         return int(module.main(rest) or 0)

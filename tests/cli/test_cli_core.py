@@ -225,6 +225,17 @@ def test_bench_help_lists_and_does_not_run(capsys: pytest.CaptureFixture[str]) -
     assert status == 2 and "unrecognized arguments: --quick" in err
 
 
+def test_every_benchmark_loads_and_has_help(capsys: pytest.CaptureFixture[str]) -> None:
+    """Each `benchmarks/bench_*.py` loads as `caligo bench` loads it (dataclasses included)."""
+    from caligo.cli.cmd_bench import available
+
+    names = available()
+    assert {"core", "timing", "web"} <= set(names)
+    for name in names:
+        status, out, err = _run(["bench", name, "--help"], capsys)
+        assert status == 0 and f"usage: caligo bench {name}" in out, (name, err)
+
+
 def test_bench_without_a_checkout_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("CALIGO_BENCH_DIR", str(tmp_path / "nowhere"))
