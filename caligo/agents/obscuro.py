@@ -87,8 +87,10 @@ from caligo.fow.stockfish import (
 from caligo.limits import Deadline, Limits
 from caligo.search.agent import SearchAgent
 from caligo.search.config import (
+    PRESETS,
     Expansion,
     Iterations,
+    Preset,
     Purification,
     ResolvePrior,
     Schedule,
@@ -257,9 +259,10 @@ def stockfish_available(path: str | None = None) -> bool:
 OPTIONS_HELP = (
     "budget=auto|iters=N|mt=SECONDS, eval=auto|stockfish|simple, ablation=none|no_purify|klss|"
     "two_sided|uniform_prior|all_off|simple_eval, subgame=kluss|klss|common_knowledge (the "
-    "subgame when no ablation overrides it), expand=R (expansions per iteration under an "
-    "iteration budget), roots=N, expanders=N, nodes=N (arena capacity), belief=N (P cap), "
-    "seed=N, stockfish=PATH"
+    "subgame when no ablation overrides it), preset=obscuro|safe|obscuro_fix (the subgame "
+    "construction of `caligo.search.config.PRESETS`; not with subgame=), expand=R (expansions "
+    "per iteration under an iteration budget), roots=N, expanders=N, nodes=N (arena "
+    "capacity), belief=N (P cap), seed=N, stockfish=PATH"
 )
 
 
@@ -269,10 +272,12 @@ class ObscuroConfig:
 
     budget: the agent's own budget (`auto`: the referee's time control). evaluator, ablation:
     above. subgame: the subgame built at a decision (KLUSS in Obscuro; the `klss` ablations
-    override it). expand_ratio: leaf expansions per solver iteration under an iteration budget (the
-    deterministic schedule spreads them over the iterations). min_roots: Fig. 9's
-    MININFOSETSIZE. expanders: expander threads under a time budget. max_nodes: the arena's
-    capacity. belief_cap: P's memory cap in positions. seed: mixed into every game's seed.
+    override it). preset: a named construction (`caligo.search.config.Preset`: its subgame,
+    knowledge order, root expansion and root floor) in place of `subgame`. expand_ratio: leaf
+    expansions per solver iteration under an iteration budget (the deterministic schedule
+    spreads them over the iterations). min_roots: Fig. 9's MININFOSETSIZE. expanders: expander
+    threads under a time budget. max_nodes: the arena's capacity. belief_cap: P's memory cap
+    in positions. seed: mixed into every game's seed.
     stockfish: the StockfishPool settings (path, own-call cap, ...). time: the timing policy
     (`caligo.agents.timing`).
     """
@@ -281,6 +286,7 @@ class ObscuroConfig:
     evaluator: EvalChoice = EvalChoice.AUTO
     ablation: Ablation = Ablation.NONE
     subgame: SubgameKind = SubgameKind.KLUSS
+    preset: Preset | None = None
     expand_ratio: float = 0.25
     min_roots: int = 256
     expanders: int = 1
@@ -311,6 +317,11 @@ class ObscuroConfig:
                 raise ObscuroConfigError(f"{name} must be an int >= {lo}: {v!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise ObscuroConfigError(f"seed must be an int: {self.seed!r}")
+        if self.preset is not None and not isinstance(self.preset, Preset):
+            raise ObscuroConfigError(f"preset must be a Preset: {self.preset!r}")
+        if self.preset is not None and self.subgame is not SubgameKind.KLUSS:
+            raise ObscuroConfigError(f"a preset ({self.preset.value}) decides the subgame; "
+                                     f"do not also set subgame={self.subgame.value}")
         if self.budget.kind is TcKind.CLOCK:
             raise ObscuroConfigError(f"the budget option is auto, iters=N or mt=SECONDS, not a "
                                      f"clock: {self.budget}")
@@ -332,13 +343,15 @@ class ObscuroConfig:
             expanders=self.expanders, expander_batch=self.expander_batch,
             max_nodes=self.max_nodes, seed=self.seed,
         )
+        if self.preset is not None:
+            base = replace(base, **PRESETS[self.preset])  # type: ignore[arg-type]
         return self.ablation.apply(base)
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ObscuroConfig:
         """Parse registry options (`OPTIONS_HELP`); raise ObscuroConfigError quoting them."""
-        known = {"budget", "eval", "ablation", "subgame", "expand", "roots", "expanders", "nodes",
-                 "belief", "seed", "stockfish"}
+        known = {"budget", "eval", "ablation", "subgame", "preset", "expand", "roots",
+                 "expanders", "nodes", "belief", "seed", "stockfish"}
         unknown = sorted(set(options) - known)
         if unknown:
             raise ObscuroConfigError(f"unknown option(s) for obscuro: {unknown!r} "
@@ -369,6 +382,8 @@ class ObscuroConfig:
             kw["ablation"] = choice("ablation", Ablation)
         if "subgame" in options:
             kw["subgame"] = choice("subgame", SubgameKind)
+        if "preset" in options:
+            kw["preset"] = choice("preset", Preset)
         if "expand" in options:
             try:
                 kw["expand_ratio"] = float(options["expand"])

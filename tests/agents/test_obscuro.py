@@ -342,11 +342,30 @@ def test_options_and_their_errors() -> None:
         ("obscuro:roots=many", "roots must be an integer"),
         ("obscuro:expand=-1", "expand_ratio must be > 0"),
         ("obscuro:eval=stockfish,stockfish=/nonexistent/sf", "no Stockfish executable"),
+        ("obscuro:preset=strong", "invalid preset 'strong'"),
+        ("obscuro:preset=safe,subgame=klss", "a preset .safe. decides the subgame"),
     ):
         with pytest.raises(AgentSpecError, match=match):
             create(spec)
     with pytest.raises(ObscuroConfigError):
         ObscuroConfig(expanders=0)
+
+
+def test_a_preset_sets_the_construction_and_nothing_else() -> None:
+    """`preset=NAME` gives the search the fields of `caligo.search.config.PRESETS[NAME]` (the
+    table docs/search.md documents); budget, expansion and the ablation stay the agent's."""
+    from caligo.search.config import PRESETS, Preset
+
+    plain = ObscuroConfig.from_options({"eval": "simple"}).search_config()
+    for which in Preset:
+        got = ObscuroConfig.from_options({"eval": "simple", "preset": which.value})
+        cfg = got.search_config()
+        assert {k: getattr(cfg, k) for k in PRESETS[which]} == PRESETS[which]
+        rest = [f for f in ("budget", "expansion", "expand_ratio", "purification", "seed")]
+        assert all(getattr(cfg, f) == getattr(plain, f) for f in rest)
+    # Preset.OBSCURO is the agent's default construction
+    assert ObscuroConfig.from_options({"preset": "obscuro"}).search_config() == \
+        ObscuroConfig.from_options({}).search_config()
 
 
 def test_obscuro_is_the_strongest_agent() -> None:
