@@ -120,6 +120,20 @@ class PoolBackend:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
+def start_ray(ray: Any, address: str | None, **kwargs: Any) -> None:
+    """`ray.init`, with the workers of a local instance at normal priority.
+
+    Ray starts its worker processes at niceness 15 (`RAY_worker_niceness`); on a machine with
+    other work running, timed games in such a worker get a sliver of a core and lose on time
+    (a two-pair Ray match under two busy loops had not finished after ten minutes). An instance
+    we start runs its workers at 0 unless the user set the variable; a cluster we join keeps
+    its own setting.
+    """
+    if address is None:
+        os.environ.setdefault("RAY_worker_niceness", "0")
+    ray.init(address=address, **kwargs)
+
+
 class RayBackend:
     """Pairs on Ray actors, at most two in flight per actor (one running, one queued)."""
 
@@ -137,7 +151,7 @@ class RayBackend:
             kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
             if address is None:
                 kwargs["num_cpus"] = max(workers, os.cpu_count() or 1)
-            ray.init(address=address, **kwargs)
+            start_ray(ray, address, **kwargs)
         actor_class = ray.remote(num_cpus=1)(_RayPairWorker)
         self._actors: list[Any] = [actor_class.remote() for _ in range(workers)]
         self._inflight: list[deque[Any]] = [deque() for _ in self._actors]

@@ -629,8 +629,10 @@ class RayWorkers(_Pool):
             raise WorkerError("the Ray workers need the optional extra: pip install "
                               "'caligo[ray]'") from None
         if not ray.is_initialized():
-            ray.init(address=address, ignore_reinit_error=True, log_to_driver=False,
-                     include_dashboard=False)
+            from caligo.play.backends import start_ray
+
+            start_ray(ray, address, ignore_reinit_error=True, log_to_driver=False,
+                      include_dashboard=False)
         actor = ray.remote(num_cpus=1)(_RayHost)
         super().__init__([_RaySlot(i, init, warm, max_hosted, actor) for i in range(n)])
 
