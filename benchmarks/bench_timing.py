@@ -20,6 +20,9 @@ would have):
 - the reference for time keeping: Stockfish's own `go movetime T` (raw UCI, Debian's
   stockfish) at 100, 300 and 1000 ms under the same load, as the same ratios.
 
+A move that came too late (a time forfeit) counts in the ratios with the referee's time, and the
+agent's own account of it (its time split, the wall time of its `act`) is printed.
+
 Targets (the issue's): 0 time forfeits in at least 400 games, p99 ratio <= 1.10, max <= 1.5,
 cold first move <= 1.10, and the 1M-position update within its share. `--games-scale F`
 scales every cell's game count; `--short` plays one game a cell at mt=0.1 and mt=0.3 only.
@@ -34,6 +37,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import time
@@ -102,6 +106,9 @@ def play_cell(engine: str, opponent: str, tc_text: str, games: int, seed: int,
 
     tc = TimeControl.parse(tc_text)
     agents = {engine: _agent(engine, seed), opponent: _agent(opponent, seed + 1)}
+    last: dict[str, tuple[Any, float]] = {}
+    for name, agent in agents.items():
+        _watch(name, agent, last)
     try:
         for g in range(games):
             names = (engine, opponent) if g % 2 == 0 else (opponent, engine)
@@ -118,6 +125,22 @@ def play_cell(engine: str, opponent: str, tc_text: str, games: int, seed: int,
                                  "reason": end.reason.value, "plies": session.ply,
                                  "forfeit_by": loser if forfeit else None,
                                  "detail": end.detail})
+            if forfeit and loser is not None and loser in last:
+                # the late move itself: the referee's time, and the agent's own account of it
+                decision, act_ms = last[loser]
+                info = dict(decision.info)
+                took = re.search(r"took (\d+(?:\.\d+)?) ms", end.detail)
+                ms = float(took.group(1)) if took else act_ms
+                given = _given_ms(tc, info)
+                record.plies.append({
+                    "engine": loser, "opponent": opponent if loser == engine else engine,
+                    "tc": tc_text, "ply": session.ply + 1, "ms": round(ms, 2), "given": given,
+                    "ratio": None if not given else ms / given, "forfeit": True,
+                    "act_ms": round(act_ms, 2), "plan": info.get("plan"),
+                    "split": info.get("time_ms"), "late_ms": info.get("late_ms"),
+                    "belief": info.get("belief", info.get("belief_size"))})
+                print(f"  late move of {loser}: referee {ms:.0f} ms, act() {act_ms:.0f} ms, "
+                      f"its own split {info.get('time_ms')}", flush=True)
             for p in session.plies:
                 name = names[p.mover]
                 if name not in ENGINES or p.decision is None:
@@ -137,7 +160,21 @@ def play_cell(engine: str, opponent: str, tc_text: str, games: int, seed: int,
             a.close()
 
 
-def cold_first_moves(names: tuple[str, ...], starts: int) -> list[dict[str, float]]:
+def _watch(name: str, agent: Any, last: dict[str, tuple[Any, float]]) -> None:
+    """Keep `agent`'s latest decision and the wall time of its `act` in `last[name]` (the
+    referee drops a move that came too late; this keeps what the agent said about it)."""
+    act = agent.act
+
+    def timed_act(legal: Any, clock: Any) -> Any:
+        t0 = time.perf_counter()
+        decision = act(legal, clock)
+        last[name] = (decision, 1000 * (time.perf_counter() - t0))
+        return decision
+
+    agent.act = timed_act
+
+
+def cold_first_moves(names: tuple[str, ...], starts: int) -> list[dict[str, Any]]:
     """A fresh `caligo engine` process per game, its first move at mt=0.3 (engine White)."""
     from caligo.agents.base import TimeControl
     from caligo.agents.external import ExternalAgent
@@ -145,7 +182,7 @@ def cold_first_moves(names: tuple[str, ...], starts: int) -> list[dict[str, floa
     from caligo.play.referee import play_game
     from caligo.play.session import GameSession, SessionConfig
 
-    out = []
+    out: list[dict[str, Any]] = []
     tc = TimeControl.parse("mt=0.3")
     for name in names:
         for i in range(starts):

@@ -501,7 +501,9 @@ class ExternalSettings:
 
     `move_timeout_s` bounds a `go` whose clock carries no deadline (outside the referee);
     `startup_timeout_s` the engine's per-game start-up (`newgame` until its `readyok`), which
-    the referee times apart from the moves.
+    the referee times apart from the moves; `settle_timeout_s` the engine's work after its own
+    move (`observe` of its own ply until its `readyok`), which is on nobody's clock, as an
+    in-process agent's `observe` is.
     """
 
     name: str | None = None
@@ -511,6 +513,7 @@ class ExternalSettings:
     ready_timeout_s: float = 5.0
     move_timeout_s: float = 60.0
     startup_timeout_s: float = 120.0
+    settle_timeout_s: float = 30.0
 
 
 class ExternalAgent:
@@ -538,6 +541,7 @@ class ExternalAgent:
         self._ready_timeout = cfg.ready_timeout_s
         self._move_timeout = cfg.move_timeout_s
         self._startup_timeout = cfg.startup_timeout_s
+        self._settle_timeout = cfg.settle_timeout_s
         self._games = 0
         self._game = ""
         self._ply = 0
@@ -619,10 +623,22 @@ class ExternalAgent:
                                 f"{self._startup_timeout:g} s after newgame (start-up)")
 
     def observe(self, observation: Observation, own_move: int | None) -> None:
-        """Send `observe` for the next ply."""
+        """Send `observe` for the next ply; after the engine's own ply, wait for it to take
+        the ply in (`isready` -> `readyok`).
+
+        The referee starts the opponent's clock when this returns, so the engine's work after
+        its own move (its belief update, pondering) runs on nobody's clock, exactly as an
+        in-process agent's `observe` does. Without the wait that work overlapped the
+        opponent's move, the engine read its next `go` late and lost on time: 8 of the first 8
+        games of an out-of-process match at 0.3 s a move on a busy machine. Raise EngineTimeout
+        when the engine takes longer than `settle_timeout_s`."""
         self._ply += 1
         own = None if own_move is None else move_to_uci(own_move)
         self.process.send(Observe(self._game, self._ply, own, observation))
+        if own is not None and not self.is_ready(self._settle_timeout):
+            raise EngineTimeout(f"engine {self.name}: no readyok within "
+                                f"{self._settle_timeout:g} s after observing its own ply "
+                                f"{self._ply}")
 
     def force(self, move: int) -> None:
         """Send `force` for the next ply."""

@@ -18,6 +18,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from caligo.core.game import CHANCE
+
 OK = 0
 
 # Regret update modes, mirrored by `caligo.core.cfr.RegretUpdate`.
@@ -28,8 +30,6 @@ REGRET_DISCOUNTED = 2
 # Traversals, mirrored by `caligo.core.cfr.Traversal`.
 TRAVERSE_SEQUENCE_FORM = 0
 TRAVERSE_TREE = 1
-
-CHANCE = 2
 
 
 @njit(cache=True, nogil=True)

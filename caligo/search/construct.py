@@ -69,6 +69,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
+from caligo.core.game import CHANCE, TERMINAL
 from caligo.limits import Deadline
 from caligo.search.arena import (
     EXPANDED,
@@ -125,8 +126,6 @@ from caligo.search.intern import EMPTY, _insert_kernel, mix_key, splitmix64
 OK = 0
 FULL = 1
 MISMATCH = 2
-TERMINAL = 3
-CHANCE = 2
 
 _SINGLETON_TAG = np.uint64(0x5A17ED5EA7C0FFEE)
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from caligo.core.game import CHANCE, TERMINAL
 from caligo.search._fastcall import FastKernel
 from caligo.search.arena import (
     EXPANDED,
@@ -68,8 +69,6 @@ from caligo.search.intern import EMPTY, _insert_kernel, _lookup_kernel, mix_key
 OK = 0
 FULL = 1
 MISMATCH = 2
-CHANCE = 2
-TERMINAL = 3
 
 _S12 = np.uint64(12)
 _S25 = np.uint64(25)

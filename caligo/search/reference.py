@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from caligo.core.game import CHANCE, TERMINAL
 from caligo.search.arena import (
     EXPANDED,
     F_BLEND,
@@ -37,8 +38,6 @@ from caligo.search.arena import (
     Arena,
 )
 
-CHANCE = 2
-TERMINAL = 3
 _MASK = (1 << 64) - 1
 
 

@@ -58,6 +58,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from caligo.core.game import CHANCE
 from caligo.search.arena import (
     EXPANDED,
     F_BLEND,
@@ -90,8 +91,6 @@ from caligo.search.arena import (
 )
 
 OK = 0
-CHANCE = 2
-TERMINAL = 3
 
 
 @njit(cache=True, nogil=True)

@@ -17,6 +17,8 @@ silent      never says hello
 slow        sleeps N milliseconds before each move
 slowstart   sleeps N milliseconds after each newgame (its per-game start-up), before it reads
             on (so the referee's isready is answered only then)
+slowsettle  sleeps N milliseconds after each observe of its own ply (its work after its move),
+            then appends the wall time (time.time()) to the file PIDFILE (third argument)
 hostile     before every move: N lines no JSON parser should trust (500 nested brackets, a
             5,000-digit integer, Infinity, 1e400, NaN, in turn); then a legal move
 chatty      writes N KiB of stderr lines (one write) before its first move
@@ -88,6 +90,11 @@ def main() -> int:
             rng = random.Random(msg["seed"])
             if mode == "slowstart":
                 time.sleep(n / 1000.0)
+        elif kind == "observe":
+            if mode == "slowsettle" and msg.get("own_move"):
+                time.sleep(n / 1000.0)
+                with open(pidfile, "a") as f:
+                    f.write(f"{time.time()!r}\n")
         elif kind == "go":
             gos += 1
             game, ply, legal = msg["game"], msg["ply"], msg["legal"]

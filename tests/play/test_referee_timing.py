@@ -10,6 +10,7 @@ sum of those amounts, with no wall time in the test.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -133,3 +134,42 @@ def test_an_engine_process_is_ready_before_its_clock_starts() -> None:
     first = session.plies[0]
     assert first.mover == 0 and first.elapsed_ms < startup  # not charged to move 1
     assert session.end is not None and session.end.reason is not EndReason.TIME_FORFEIT
+
+
+class Stamped(RandomAgent):
+    """A random mover that notes the wall time at which it is asked to move."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed=seed)
+        self.asked: list[float] = []
+
+    def act(self, legal: Sequence[int], clock: Clock) -> Decision:
+        self.asked.append(time.time())
+        return super().act(legal, clock)
+
+
+def test_an_engine_process_settles_its_own_move_before_the_opponents_clock_starts(
+    tmp_path: Path,
+) -> None:
+    """An engine process that works 0.3 s after each of its own moves (it notes when it is
+    done): the referee asks the opponent to move only after that (the engine answers
+    `isready` once it has taken its move in), so the work is on nobody's clock, as an
+    in-process agent's `observe` is; and the engine's own moves do not include it (the
+    referee's times are compared with the 0.3 s sleep, an ordering of events, not a
+    deadline)."""
+    stamps = tmp_path / "settled.txt"
+    cmd = [sys.executable, str(FAKE_ENGINE), "slowsettle", "300", str(stamps)]
+    opponent = Stamped(seed=4)
+    with ExternalAgent(cmd) as engine:
+        session = GameSession(SessionConfig("settle", seeds=(1, 2)))
+
+        def stop(s: GameSession) -> None:
+            if s.ply >= 12 and s.end is None:
+                s.abort("enough")
+
+        play_game(session, (engine, opponent), on_ply=stop)
+    settled = [float(x) for x in stamps.read_text().split()]
+    assert len(settled) >= 5 and len(opponent.asked) >= 5
+    # the k-th settling (after White's k-th move) ends before Black is asked for its k-th move
+    for done, asked in zip(settled, opponent.asked, strict=False):
+        assert done <= asked
