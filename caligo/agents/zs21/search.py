@@ -125,6 +125,7 @@ class ZS21Search:
                                else transposition_keys(game))
         self.penalty: tuple[int, np.ndarray] | None = None
         self.solved = False
+        self._build_s: float | None = None  # the last LP's export and write-back (`_solve`)
         self.last: SubgameInfo | None = None
 
     # building -------------------------------------------------------------------------------
@@ -190,11 +191,27 @@ class ZS21Search:
 
     # solving --------------------------------------------------------------------------------
     def _solve(self, deadline: Deadline | None = None) -> trunk_lp.LPSolution:
+        """Export the trunk, solve its LP (HiGHS stops at the deadline) and write it back.
+
+        HiGHS's time limit covers only its solve; exporting the trunk and writing the solution
+        back are Python work that grows with the trunk. Their last cost is kept
+        (`_build_s`): an LP that could not even be built by the deadline is not started
+        (LPError, the slots keep the last solution), and HiGHS's limit leaves room for the
+        write-back. Without that a loaded machine overran ZS21's moves by tens of ms."""
+        build = self._build_s
+        if deadline is not None and build is not None and deadline.left() < 1.5 * build:
+            raise LPError(f"no time left to build an LP ({1000 * deadline.left():.0f} ms; "
+                          f"the last took {1000 * build:.0f} ms besides HiGHS)")
+        clock = deadline.now if deadline is not None else time.perf_counter
+        t0 = clock()
         trunk = trunk_lp.export(self.arena, self.layer, self.searcher, self.penalty)
-        limit = None if deadline is None else max(deadline.left(), 1e-3)
+        t_export = clock() - t0
+        limit = None if deadline is None else max(deadline.left() - 0.5 * t_export, 1e-3)
         sol = trunk_lp.solve(trunk, self.arena, self.config.tie_break, self.config.canonical,
                              limit)
+        t1 = clock()
         trunk_lp.write_back(trunk, self.arena, sol)
+        self._build_s = t_export + (clock() - t1)
         self.solved = True
         return sol
 
@@ -312,7 +329,8 @@ class ZS21Search:
                 # the last solution (our infoset's strategy is from the last solve that ended,
                 # or carried from the previous trunk)
                 lp_s += time.perf_counter() - t_lp
-                late = deadline is not None and deadline.left() <= 2e-3
+                late = deadline is not None and deadline.left() <= max(
+                    2e-3, 1.5 * (self._build_s or 0.0))
                 (log.debug if late else log.warning)(
                     "zs21: LP on a trunk of %d nodes stopped (%s); playing the last solution",
                     self.arena.n_nodes, exc)
