@@ -37,13 +37,17 @@ PAPER_STATS = {
 """Obscuro, appendix D: averages over 1,000 games at 5 s per move (10 cores, 5 per side)."""
 
 TIME_FIELDS = (("belief", "belief"), ("construct", "construct"),
-               ("search", "solve_plus_expand"), ("total", "total"), ("after_move", "after_move"))
+               ("search", "search"), ("total", "total"), ("after_move", "after_move"))
 """The time split of a move (`info["time_ms"]`, `caligo.agents.timing`): our name, the info's
 key. `after_move` is the work after the agent's own move (on the opponent's time in a match
 of in-process agents only if the referee did not settle it first; it never does)."""
 
 MOVE_FIELDS = ("belief", "nodes", "infosets", "carried_nodes", "carried_infosets", "depth",
                "iterations", "expansions", "sampled", "roots")
+
+
+ALIASES = {"nodes": "trunk_nodes", "belief": "belief_size"}
+"""ZS21's names (docs/zs21.md) for the statistics Obscuro's analysis calls otherwise."""
 
 
 def _read_json(path: str) -> dict[str, Any]:
@@ -102,6 +106,7 @@ def move_stats(db: str, engine: str) -> dict[str, Any]:
         time_sums: dict[str, float] = {name: 0.0 for name, _ in TIME_FIELDS}
         timed = 0
         search_shares: list[float] = []
+        belief_shares: list[float] = []
         for gid, white, black, fen in games:
             if engine not in (white, black):
                 continue
@@ -115,24 +120,29 @@ def move_stats(db: str, engine: str) -> dict[str, Any]:
                 if (white if mover_white else black) != engine or not text:
                     continue
                 info = json.loads(text).get("info", {})
-                if "nodes" not in info:
-                    continue
+                if "nodes" not in info and "trunk_nodes" not in info:
+                    continue  # not an analysed search move (a forced move, another agent)
                 moves += 1
                 ms += float(elapsed or 0.0)
                 exact += bool(info.get("belief_exact", True))
                 for key in MOVE_FIELDS:
-                    value = info.get(key)
+                    value = info.get(key, info.get(ALIASES.get(key, ""), None))
                     if isinstance(value, int | float) and math.isfinite(value):
                         sums[key] += float(value)
                         counts[key] += 1
                 split = info.get("time_ms")
+                if isinstance(split, dict) and "search" not in split and "search_total" in split:
+                    # an analysis from before Obscuro named the search's wall time
+                    split = {**split, "search": _finite(split["search_total"]) -
+                             _finite(split.get("construct"))}
                 if isinstance(split, dict) and "total" in split:
                     timed += 1
                     for name, key in TIME_FIELDS:
                         time_sums[name] += _finite(split.get(key))
                     optimum = _finite((info.get("plan") or {}).get("optimum"))
                     if optimum > 0:
-                        search_shares.append(_finite(split.get("solve_plus_expand")) / optimum)
+                        search_shares.append(_finite(split.get("search")) / optimum)
+                        belief_shares.append(_finite(split.get("belief")) / optimum)
     finally:
         con.close()
     if not moves:
@@ -150,6 +160,9 @@ def move_stats(db: str, engine: str) -> dict[str, Any]:
         out["search_share"] = {"mean": sum(shares) / len(shares), "min": shares[0],
                                "p05": shares[int(0.05 * (len(shares) - 1))],
                                "moves": len(shares)}
+        beliefs = sorted(belief_shares)
+        out["belief_share"] = {"mean": sum(beliefs) / len(beliefs), "max": beliefs[-1],
+                               "p95": beliefs[int(0.95 * (len(beliefs) - 1))]}
     return out
 
 
@@ -185,6 +198,10 @@ def _moves(args: argparse.Namespace) -> int:
         print(f"search's share of the planned optimum ({share['moves']} timed moves): mean "
               f"{100 * share['mean']:.0f}%, 5th percentile {100 * share['p05']:.0f}%, "
               f"min {100 * share['min']:.0f}%")
+        b = stats["belief_share"]
+        print(f"the belief update's share of it: mean {100 * b['mean']:.0f}%, 95th percentile "
+              f"{100 * b['p95']:.0f}%, max {100 * b['max']:.0f}% (its share in the timing "
+              "policy: 40%)")
     if args.json:
         Path(args.json).write_text(json.dumps(stats, indent=1) + "\n")
     return 0
