@@ -126,6 +126,7 @@ class ZS21Search:
         self.penalty: tuple[int, np.ndarray] | None = None
         self.solved = False
         self._build_s: float | None = None  # the last LP's export and write-back (`_solve`)
+        self._lp_s: float | None = None  # the last LP, export to write-back (`_solve`)
         self.last: SubgameInfo | None = None
 
     # building -------------------------------------------------------------------------------
@@ -193,15 +194,16 @@ class ZS21Search:
     def _solve(self, deadline: Deadline | None = None) -> trunk_lp.LPSolution:
         """Export the trunk, solve its LP (HiGHS stops at the deadline) and write it back.
 
-        HiGHS's time limit covers only its solve; exporting the trunk and writing the solution
-        back are Python work that grows with the trunk. Their last cost is kept
-        (`_build_s`): an LP that could not even be built by the deadline is not started
-        (LPError, the slots keep the last solution), and HiGHS's limit leaves room for the
-        write-back. Without that a loaded machine overran ZS21's moves by tens of ms."""
-        build = self._build_s
-        if deadline is not None and build is not None and deadline.left() < 1.5 * build:
-            raise LPError(f"no time left to build an LP ({1000 * deadline.left():.0f} ms; "
-                          f"the last took {1000 * build:.0f} ms besides HiGHS)")
+        HiGHS's time limit covers only its solve; exporting the trunk, building the sparse LP
+        and writing the solution back are Python work that grows with the trunk. An LP that
+        would not end by the deadline at the last one's pace (`_lp_s`) is not started
+        (LPError: the slots keep the last solution), and HiGHS's limit leaves room for the
+        write-back (`_build_s`). Without that a loaded machine overran ZS21's moves by tens
+        of ms."""
+        last = self._lp_s
+        if deadline is not None and last is not None and deadline.left() < 1.2 * last:
+            raise LPError(f"no time left for an LP ({1000 * deadline.left():.0f} ms; the last "
+                          f"took {1000 * last:.0f} ms)")
         clock = deadline.now if deadline is not None else time.perf_counter
         t0 = clock()
         trunk = trunk_lp.export(self.arena, self.layer, self.searcher, self.penalty)
@@ -212,6 +214,7 @@ class ZS21Search:
         t1 = clock()
         trunk_lp.write_back(trunk, self.arena, sol)
         self._build_s = t_export + (clock() - t1)
+        self._lp_s = clock() - t0
         self.solved = True
         return sol
 
@@ -330,7 +333,7 @@ class ZS21Search:
                 # or carried from the previous trunk)
                 lp_s += time.perf_counter() - t_lp
                 late = deadline is not None and deadline.left() <= max(
-                    2e-3, 1.5 * (self._build_s or 0.0))
+                    2e-3, 1.2 * (self._lp_s or 0.0))
                 (log.debug if late else log.warning)(
                     "zs21: LP on a trunk of %d nodes stopped (%s); playing the last solution",
                     self.arena.n_nodes, exc)
