@@ -164,9 +164,10 @@ NODES_PER_S_STOCKFISH = 60_000
 NODES_PER_S_SIMPLE = 300_000
 """Tree growth to size an arena for a time budget (about what `caligo bench engine` measures
 on 2 cores)."""
-MIN_CAPACITY = 100_000
+MIN_CAPACITY = 32_768
 MIN_TIMED_CAPACITY = 32_768
-"""Arena rows on top of the growth under an iteration / a time budget."""
+"""Arena rows on top of the growth under an iteration / a time budget (the iteration floor was
+100,000 rows: about 30 MB more per hosted game of the web's iters=200 engine for nothing)."""
 REPAIR_ATTEMPTS = 3
 """Replays of a lost subsample of P with fresh salts before P is given up."""
 PONDER_MIN_MS = 200.0
