@@ -12,6 +12,7 @@ best response in the oracle's gadget tree, converges to the gadget's LP value
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -77,14 +78,7 @@ def test_root_layer_equals_caligo_subgame(game: str, limit: int, kind: SubgameKi
         check_invariants(eng.arena)
         sub = _oracle(tree, bp, g, kind, alt)
         assert info.sampled == 0  # the carried tree holds all of P
-        ours = {int(k): j for j, k in enumerate(info.keys)}
-        assert sorted(ours) == sorted(int(k) for k in sub.root_kinfo)
-        idx = [ours[int(k)] for k in sub.root_kinfo]
-        np.testing.assert_allclose(info.alt[idx], sub.alternate_values, atol=1e-10)
-        np.testing.assert_allclose(info.gift[idx], sub.gifts, atol=1e-10)
-        np.testing.assert_allclose(info.alpha[idx], sub.prior, atol=1e-12)
-        np.testing.assert_allclose(info.sigma[idx], sub.scale(), atol=1e-12)
-        assert [len(c) for c in sub.copy_roots] == info.roots_per_j[idx].tolist()
+        _check_root_layer(info, sub)
 
 
 ORDER2_KINDS = [(SubgameKind.KLSS, 1), (SubgameKind.KLSS_ROOT, 1), (SubgameKind.BLEND, 1),
@@ -118,14 +112,7 @@ def test_order2_kinds_root_layer_and_region(game: str, limit: int, kind: Subgame
         a = eng.arena
         check_invariants(a)
         sub = _oracle(tree, bp, g, kind, order=order)
-        ours = {int(k): j for j, k in enumerate(info.keys)}
-        assert sorted(ours) == sorted(int(k) for k in sub.root_kinfo)
-        idx = [ours[int(k)] for k in sub.root_kinfo]
-        np.testing.assert_allclose(info.alt[idx], sub.alternate_values, atol=1e-10)
-        np.testing.assert_allclose(info.gift[idx], sub.gifts, atol=1e-10)
-        np.testing.assert_allclose(info.alpha[idx], sub.prior, atol=1e-12)
-        np.testing.assert_allclose(info.sigma[idx], sub.scale(), atol=1e-12)
-        assert [len(c) for c in sub.copy_roots] == info.roots_per_j[idx].tolist()
+        _check_root_layer(info, sub)
         # the order-2 region: roots outside I^k (TreeGame states are the tree's node ids)
         inner = set(order_k_set(tree, infoset_nodes(tree, g), order).tolist())
         nd, nr = a.nodes, a.n_roots
@@ -296,3 +283,16 @@ def test_root_floor_keeps_a_share_of_the_prior_on_every_root() -> None:
             assert np.all(w >= eps * alpha - 1e-15)
             binds += int(np.count_nonzero(mm == 0.0))
     assert binds > 0  # Maxmargin alone left some root infoset at weight 0
+
+
+def _check_root_layer(info: Any, sub: Any) -> None:
+    """The reroot's root layer (J, alternate values, gifts, priors, scales, roots per J) equals
+    the independent `make_subgame` oracle's."""
+    ours = {int(k): j for j, k in enumerate(info.keys)}
+    assert sorted(ours) == sorted(int(k) for k in sub.root_kinfo)
+    idx = [ours[int(k)] for k in sub.root_kinfo]
+    np.testing.assert_allclose(info.alt[idx], sub.alternate_values, atol=1e-10)
+    np.testing.assert_allclose(info.gift[idx], sub.gifts, atol=1e-10)
+    np.testing.assert_allclose(info.alpha[idx], sub.prior, atol=1e-12)
+    np.testing.assert_allclose(info.sigma[idx], sub.scale(), atol=1e-12)
+    assert [len(c) for c in sub.copy_roots] == info.roots_per_j[idx].tolist()
