@@ -12,6 +12,9 @@ them; nothing converts them back and forth or stores them in a configuration.
 - `Limits(iterations, deadline)`: what one search gets. `iterations` is a work count in the
   engine's own unit (solver iterations, leaf expansions); with no deadline the work is
   deterministic. Both may be set: then the first one reached stops the work.
+- `Pace(per)`: the measured seconds per unit of a work that cannot be stopped inside a call
+  (an evaluator call on a batch of positions); the loop sizes each call with `units_by` so
+  that the call ends by the soft instant. Polling between calls alone lets one call overrun.
 
 Like `caligo.errors`, this module sits outside the package layers: every layer may import it,
 and it imports nothing of Caligo but `caligo.errors`.
@@ -26,7 +29,7 @@ from dataclasses import dataclass, field
 
 from caligo.errors import CaligoError
 
-__all__ = ["Deadline", "Limits", "LimitsError"]
+__all__ = ["Deadline", "Limits", "LimitsError", "Pace"]
 
 
 class LimitsError(CaligoError, ValueError):
@@ -104,6 +107,32 @@ class Deadline:
         soft = start + share * max(0.0, self.soft - start)
         hard = start + share * max(0.0, self.hard - start)
         return Deadline(soft, max(soft, hard), self.now)
+
+
+class Pace:
+    """Seconds per unit of work (an evaluated position, say), measured as the work goes: it
+    rises at once to a slower sample and falls slowly (a loaded machine's slow call is the one
+    to plan for). A loop that cannot stop inside a call sizes the call with `units_by`, so the
+    call ends by its deadline's soft instant at `margin` times the pace."""
+
+    def __init__(self, per: float, margin: float = 1.5) -> None:
+        for name, value in (("per", per), ("margin", margin)):
+            if not math.isfinite(value) or value <= 0.0:
+                raise LimitsError(f"Pace.{name} must be a finite number > 0, got {value!r}")
+        self.per = float(per)
+        self.margin = float(margin)
+
+    def record(self, seconds: float, units: int) -> None:
+        """`units` of work took `seconds`."""
+        if units <= 0 or not math.isfinite(seconds) or seconds < 0.0:
+            return
+        sample = max(seconds / units, 1e-9)
+        self.per = max(sample, 0.7 * self.per + 0.3 * sample)
+
+    def units_by(self, deadline: Deadline) -> int:
+        """How many units fit before `deadline`'s soft instant (0 once it passed)."""
+        left = deadline.soft_left()
+        return 0 if left <= 0.0 else int(left / (self.margin * self.per))
 
 
 @dataclass(frozen=True)

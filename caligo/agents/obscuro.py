@@ -69,6 +69,7 @@ from caligo.agents.timing import (
     TcKind,
     TimeControl,
     TimingPolicy,
+    collect_garbage,
 )
 from caligo.errors import CaligoError
 from caligo.fow.belief import BeliefConfig, BeliefSet
@@ -623,6 +624,7 @@ class ObscuroAgent(AgentBase):
         eng = self._search.engine
         if eng is not None:  # off the clock: drop store rows the tree no longer holds
             compact_arena(self._game, eng.arena)
+        collect_garbage()  # off the clock too (caligo.agents.timing)
         self._ponder_ms += 1000.0 * (time.perf_counter() - t0)
 
     def _ponder(self) -> None:

@@ -45,7 +45,13 @@ import numpy as np
 from caligo.agents.base import AgentBase, Clock, Decision
 from caligo.agents.belief_map import BELIEF_MAP, BELIEF_MAP_PREV, belief_map
 from caligo.agents.resources import EngineResources
-from caligo.agents.timing import STOCKFISH_PI, MovePlan, MoveTimer, TimeControl
+from caligo.agents.timing import (
+    STOCKFISH_PI,
+    MovePlan,
+    MoveTimer,
+    TimeControl,
+    collect_garbage,
+)
 from caligo.errors import CaligoError
 from caligo.fow.belief import BeliefSet
 from caligo.fow.evaluate import UNDECIDED, decided
@@ -157,6 +163,7 @@ class StockfishPIAgent(AgentBase):
                 self._cut += 1
         self._belief = bel.update_own_move(own_move, observation)
         self._prev_map = belief_map(self._belief)  # off the clock, reported with the next move
+        collect_garbage()  # off the clock too (caligo.agents.timing)
 
     def act(self, legal: Sequence[int], clock: Clock) -> Decision:
         """Stockfish's move in a position drawn from P (module docstring)."""

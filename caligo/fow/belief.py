@@ -898,12 +898,6 @@ def _spread_multiplier(n: int) -> int:
     return mul % n or 1
 
 
-COPY_SECONDS_PER_ROW = 60e-9
-"""What handing one row of a cut-off update over costs (a 104-byte copy, fresh pages; about 40
-ns measured on a 2-core machine, doubled for a loaded one): a 1.2M-row partial P takes ~50 ms
-to hand over, which the update keeps in hand before its deadline."""
-
-
 class _Expansion:
     """One opponent-ply update of P in progress: the kernel's buffers and counters, resumable
     between deadlines (`run`), with the rows found so far available at any time (`rows`).
@@ -912,6 +906,11 @@ class _Expansion:
     then the children found before a deadline are those of an evenly spread subset of P,
     which is what a cut-off update keeps. Without `spread`, the natural order (the rows come
     out exactly as a one-go update makes them).
+
+    `rows()` lends its buffer's first rows rather than copying them (a 1M-row copy into fresh
+    pages took 250 ms of a 390 ms belief stage on this machine, past its deadline): the
+    kernel only appends past them, and before anything rewrites them in place (a resumed
+    update, a trim at the cap) the buffer is copied (`_own`), on the opponent's time.
     """
 
     def __init__(self, rows: np.ndarray, player: int, target: np.ndarray, clocks: np.uint64,
@@ -941,6 +940,7 @@ class _Expansion:
         self.table = np.zeros((tsize, 2), dtype=np.uint64)
         self.state = np.zeros(S_WORDS, dtype=np.int64)
         self.seconds = 0.0
+        self._lent = False  # out_rows[:S_ROWS] is held by a set (`rows`)
 
     @property
     def visited(self) -> int:
@@ -957,21 +957,20 @@ class _Expansion:
         (at least one chunk, and on until a child is found: P is never empty). Return
         `done`."""
         t0 = time.perf_counter()
+        self._own()
         if deadline is None:
             self._step(self.n)
         else:
             chunk = 256
             while not self.done:
-                # stop early enough to hand the rows over (`rows` copies them) by the deadline
-                reserve = COPY_SECONDS_PER_ROW * float(self.state[S_ROWS])
-                if deadline.left() <= reserve and self.state[S_ROWS] > 0:
+                if deadline.passed() and self.state[S_ROWS] > 0:
                     break
                 c0 = deadline.now()
                 before = self.visited
                 self._step(min(self.n, before + chunk))
                 per = (deadline.now() - c0) / max(self.visited - before, 1)
                 # chunks of about 2 ms (and never past what is left)
-                left = max(deadline.left() - reserve, 0.0)
+                left = max(deadline.left(), 0.0)
                 chunk = int(min(2e-3, left / 2) / max(per, 1e-9))
                 chunk = max(32, min(chunk, 1 << 16))
         self.seconds += time.perf_counter() - t0
@@ -1027,15 +1026,26 @@ class _Expansion:
         """The row index of the `visit`-th parent visited."""
         return (self.mul * visit + self.add) % max(self.n, 1)
 
+    def _own(self) -> None:
+        """Take the row buffer back from the sets it was lent to (copy its stored rows)."""
+        if self._lent:
+            n = int(self.state[S_ROWS])
+            rows = np.empty_like(self.out_rows)
+            rows[:n] = self.out_rows[:n]
+            self.out_rows = rows
+            self._lent = False
+
     def rows(self) -> tuple[np.ndarray, UpdateStats]:
-        """The children found so far (at most the cap) and the statistics: the final result
-        once `done`; before that, `distinct` estimates the whole update's count from the
-        share of parents visited."""
+        """The children found so far (at most the cap), lent (class docstring), and the
+        statistics: the final result once `done`; before that, `distinct` estimates the
+        whole update's count from the share of parents visited."""
         n = int(self.state[S_ROWS])
         if n > self.cap:
+            self._own()
             self.threshold = np.uint64(_trim(self.out_rows, self.out_hash, n, self.cap))
             self.state[S_ROWS] = n = self.cap
-        out = self.out_rows[:n].copy()
+        out = self.out_rows[:n]
+        self._lent = True
         estimate: int | None = None
         if self.count_threshold != self.top:
             # distinct children estimated from the counted fraction of the fingerprint space

@@ -70,7 +70,7 @@ import numpy as np
 from numba import njit
 
 from caligo.core.game import CHANCE, TERMINAL
-from caligo.limits import Deadline
+from caligo.limits import Deadline, Pace
 from caligo.search.arena import (
     EXPANDED,
     F_BLEND,
@@ -585,12 +585,14 @@ def build_kluss(
     rng: np.random.Generator,
     util_scale: float,
     deadline: Deadline | None = None,
+    pace: Pace | None = None,
 ) -> BuildInfo:
     """Fig. 9 on the arena (module docstring). `old` is only read; `new` is overwritten.
 
-    `deadline`: the sampled roots are evaluated in small batches until its soft instant; the
-    roots not evaluated by then are not added (at least one is when the carried tree has no
-    node of our infoset, so the searcher always has a decision).
+    `deadline`: the sampled roots are evaluated in batches sized from `pace` (the caller's
+    measured time per root, updated here) while they fit before its soft instant; the roots
+    not evaluated by then are not added (at least one is when the carried tree has no node of
+    our infoset, so the searcher always has a decision).
     """
     searcher = old.searcher
     opp = 1 - searcher
@@ -696,12 +698,20 @@ def build_kluss(
     sampled = 0
     if need > 0:
         picks = _sample_outside(game, belief, nd, i_nodes, need, rng)
-        vals = evaluate_until(evaluator, picks, deadline, 1 if carried_i == 0 else 0)
+        keep_n = 1 if carried_i == 0 else 0  # the searcher needs a root of its own
+        true_mode = (config.root_infosets is RootInfosets.TRUE
+                     and game.key_mode is KeyMode.CUMULATIVE)
+        # in TRUE mode each new ▼ infoset is evaluated whole while the roots are added: the
+        # picks' own values get the first half of the time left
+        first = (deadline.stage(deadline.now(), 0.5) if deadline is not None and true_mode
+                 else deadline)
+        vals = evaluate_until(evaluator, picks, first, keep_n, pace)
         picks = picks[: vals.size]
-        sampled = int(picks.size)
         if picks.size:
-            _add_sampled(groups, picks, game, belief, evaluator, cur_key, config, v_star,
-                         searcher, nd, vals)
+            used = _add_sampled(groups, picks, game, belief, evaluator, cur_key, config,
+                                v_star, searcher, nd, vals, deadline, pace, keep_n)
+            picks = picks[:used]
+        sampled = int(picks.size)
 
     # 5-6. the new arena
     info = _materialize(old, new, groups, strat, game, config, searcher, util_scale,
@@ -747,32 +757,52 @@ def _sample_outside(game: SearchGame, belief: Belief, nd: NodeArrays, i_nodes: n
 
 
 ROOT_BATCH = 16
-"""Sampled roots evaluated per evaluator call under a deadline (16 Stockfish calls ~ 11 ms)."""
+"""Sampled roots evaluated per evaluator call under a deadline, at most (16 Stockfish calls
+~ 11 ms on a quiet machine); fewer when the measured pace says they would not fit."""
+
+ROOT_PACE_S = 1e-3
+"""A sampled root's evaluation before any is measured (`Pace`)."""
 
 
 def evaluate_until(evaluator: Evaluator, states: np.ndarray, deadline: Deadline | None,
-                   keep_min: int = 0) -> np.ndarray:
+                   keep_min: int = 0, pace: Pace | None = None) -> np.ndarray:
     """The evaluator's values of a prefix of `states`: all of them without a deadline, else
-    batches of `ROOT_BATCH` until the deadline's soft instant (at least `keep_min` states)."""
+    batches of at most `ROOT_BATCH` while they fit before the deadline's soft instant at
+    `pace` (measured here; a fresh one if None), at least `keep_min` states."""
     states = np.asarray(states, dtype=np.int64)
     if deadline is None or states.size == 0:
         return np.asarray(evaluator.states(states), dtype=np.float64)
+    if pace is None:
+        pace = Pace(ROOT_PACE_S)
     out: list[np.ndarray] = []
     done = 0
     while done < states.size:
-        if done >= keep_min and deadline.soft_passed():
+        n = min(ROOT_BATCH, pace.units_by(deadline))
+        if done < keep_min:
+            n = max(n, keep_min - done)
+        if n <= 0:
             break
-        batch = states[done : done + ROOT_BATCH]
+        batch = states[done : done + n]
+        t0 = deadline.now()
         out.append(np.asarray(evaluator.states(batch), dtype=np.float64))
+        pace.record(deadline.now() - t0, int(batch.size))
         done += batch.size
     return np.concatenate(out) if out else np.zeros(0, dtype=np.float64)
 
 
 def _add_sampled(groups: list[_Group], picks: np.ndarray, game: SearchGame, belief: Belief,
                  evaluator: Evaluator, cur_key: int, config: SearchConfig, v_star: float,
-                 searcher: int, old_nd: NodeArrays, vals: np.ndarray | None = None) -> None:
+                 searcher: int, old_nd: NodeArrays, vals: np.ndarray | None = None,
+                 deadline: Deadline | None = None, pace: Pace | None = None,
+                 keep_min: int = 0) -> int:
     """Sampled roots (Fig. 9 lines 9-14): new groups, or joining a carried J (TRUE mode).
-    `vals`: the evaluator's values of `picks`, when the caller has them already."""
+    `vals`: the evaluator's values of `picks`, when the caller has them already.
+
+    A pick that opens a true ▼ infoset evaluates all of its states; under a `deadline` that
+    is done only while they fit before its soft instant at `pace` (seconds per position,
+    updated here), and the picks from the first that does not fit on are left out (the first
+    `keep_min` never are: such a pick gets a singleton ▼ infoset instead, as in SINGLETON
+    mode). How many picks were added."""
     opp = 1 - searcher
     sign = 1.0 if searcher == 0 else -1.0
     info = game.describe(picks)
@@ -783,8 +813,16 @@ def _add_sampled(groups: list[_Group], picks: np.ndarray, game: SearchGame, beli
     cumulative = game.key_mode is KeyMode.CUMULATIVE
     true_mode = config.root_infosets is RootInfosets.TRUE and cumulative
     by_key = {g.key: g for g in groups}
+    if deadline is not None and pace is None:
+        pace = Pace(ROOT_PACE_S)
     for i, s in enumerate(picks.tolist()):
         others = game.true_infoset_states(int(s), opp) if true_mode else None
+        if (others is not None and deadline is not None and pace is not None
+                and by_key.get(int(info.obs[i, opp])) is None  # it would open a new J
+                and pace.units_by(deadline) < len(others) + 1):
+            if i >= keep_min:
+                return i  # its ▼ infoset would not be evaluated in time: stop here
+            others = None  # a root we must keep: with a singleton ▼ infoset, as in SINGLETON
         if others is None:
             salt = singleton_salt(int(skeys[i]))
             key = int(np.uint64(info.obs[i, opp]) ^ np.uint64(salt)) if cumulative else salt
@@ -807,7 +845,10 @@ def _add_sampled(groups: list[_Group], picks: np.ndarray, game: SearchGame, beli
             continue  # already added with the rest of its infoset
         states = np.unique(np.append(np.asarray(others, dtype=np.int64), s))
         sinfo = game.describe(states)
+        t0 = deadline.now() if deadline is not None else 0.0
         sv = np.asarray(evaluator.states(states), dtype=np.float64)
+        if deadline is not None and pace is not None:
+            pace.record(deadline.now() - t0, int(states.size))
         sv = np.where(sinfo.player == TERMINAL, sinfo.utility, sv)
         wts = np.asarray(belief.weights(states), dtype=np.float64)
         q = wts / wts.sum() if wts.sum() > 0 else np.full(states.size, 1.0 / states.size)
@@ -818,6 +859,7 @@ def _add_sampled(groups: list[_Group], picks: np.ndarray, game: SearchGame, beli
                   bool(sinfo.obs[k, searcher] == np.uint64(cur_key)))
         groups.append(grp)
         by_key[key] = grp
+    return int(picks.size)
 
 
 def _push(grp: _Group, s: int, player: int, value: float, obs: np.ndarray, q: float,

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from caligo.limits import Deadline, Limits
+from caligo.limits import Deadline, Limits, Pace
 from caligo.search import construct as C
 from caligo.search import expand as X
 from caligo.search import solver as S
@@ -116,6 +116,7 @@ class GrowingTreeSearch:
         self.util_scale = float(util_scale)
         cap = Capacity.for_nodes(capacity if capacity is not None else config.max_nodes)
         self.arena = Arena(cap)
+        self.root_pace = Pace(C.ROOT_PACE_S)  # seconds per sampled root's evaluation (reroot)
         self._spare: Arena | None = None
         self._stack_node = np.zeros(cap.nodes, dtype=np.int32)
         self._stack_reach = np.zeros(cap.nodes, dtype=np.float64)
@@ -145,7 +146,8 @@ class GrowingTreeSearch:
             old.meta[C.M_SEARCHER] = self.searcher
             new = self.arena
         info = C.build_kluss(old, new, self.game, belief, self.evaluator, int(cur_key),
-                             self.config, v_prev, rng, self.util_scale, deadline)
+                             self.config, v_prev, rng, self.util_scale, deadline,
+                             self.root_pace)
         if self.started:
             self._spare = old
         self.arena = new

@@ -39,6 +39,7 @@ import numpy as np
 from numba import njit
 
 from caligo.core.game import CHANCE, TERMINAL
+from caligo.limits import Deadline, Pace
 from caligo.search._fastcall import FastKernel
 from caligo.search.arena import (
     EXPANDED,
@@ -437,6 +438,14 @@ class Pending:
     counts: np.ndarray
 
 
+def batch_slice(batch: ChildBatch, i: int, j: int) -> ChildBatch:
+    """The children of parents i .. j-1 of `batch` (ptr rebased to 0)."""
+    lo, hi = int(batch.ptr[i]), int(batch.ptr[j])
+    return ChildBatch(batch.ptr[i : j + 1] - lo, batch.state[lo:hi], batch.action[lo:hi],
+                      batch.player[lo:hi], batch.chance_prob[lo:hi], batch.obs[lo:hi],
+                      batch.utility[lo:hi])
+
+
 class ArenaFullError(SearchError):
     """The arena has no room for an expansion (raise only where that is not expected)."""
 
@@ -475,15 +484,42 @@ class Expander:
                           a.infosets, a.slots, a.roots, a.meta, self.rng, out)
         return out[:k]
 
-    def expand(self, leaves: np.ndarray) -> Pending | None:
-        """Append all children of the claimed `leaves`; None (and unclaim) when out of room."""
+    def expand(self, leaves: np.ndarray, deadline: Deadline | None = None,
+               pace: Pace | None = None) -> Pending | None:
+        """Append all children of the claimed `leaves`; None (and unclaim) when out of room.
+
+        With a `deadline` the children are evaluated one leaf at a time (an evaluator call is
+        the unit that cannot be stopped) while the next one fits before its soft instant at
+        `pace` (seconds per leaf, measured here; without one, until the instant): the leaves
+        evaluated by then (at least the first) are expanded, the rest unclaimed;
+        `Pending.leaves` says which."""
         a = self.arena
         leaves = np.asarray(leaves, dtype=np.int32)
         if leaves.size == 0:
             return Pending(leaves, leaves.copy(), leaves.copy())
         states = a.nodes.state[leaves].astype(np.int64)
         batch: ChildBatch = self.game.expand(states)
-        values = np.ascontiguousarray(self.evaluator.children(states, batch), dtype=np.float64)
+        if deadline is None:
+            values = np.ascontiguousarray(self.evaluator.children(states, batch),
+                                          dtype=np.float64)
+        else:
+            values = np.empty(batch.state.shape[0], dtype=np.float64)
+            k = 0
+            while k < leaves.size:
+                if k and (deadline.soft_passed() if pace is None
+                          else pace.units_by(deadline) < 1):
+                    break
+                lo, hi = int(batch.ptr[k]), int(batch.ptr[k + 1])
+                t0 = deadline.now()
+                values[lo:hi] = self.evaluator.children(states[k : k + 1],
+                                                        batch_slice(batch, k, k + 1))
+                if pace is not None:
+                    pace.record(deadline.now() - t0, 1)
+                k += 1
+            if k < leaves.size:
+                a.nodes.claim[leaves[k:]] = 0
+                leaves, states, batch = leaves[:k], states[:k], batch_slice(batch, 0, k)
+                values = values[: int(batch.ptr[-1])]
         if values.shape != batch.state.shape:
             raise SearchError(f"evaluator returned {values.shape} values for "
                               f"{batch.state.shape[0]} children")

@@ -27,11 +27,13 @@ from caligo.fow.evaluate import SimpleEvaluator
 from caligo.fow.expand import observation_key
 from caligo.fow.game import Game
 from caligo.fow.observation import observe
+from caligo.limits import Deadline
 from caligo.play.referee import play_game
 from caligo.play.session import EndReason, GameSession, SessionConfig
 from caligo.search.construct import start_key
 from caligo.search.game import KeyMode
 from caligo.search.intern import mix_key
+from tests.clocks import Ticker
 
 CPU = time.process_time
 
@@ -86,3 +88,48 @@ def test_a_cold_engine_starts_before_its_clock() -> None:
     assert startup is not None and first
     assert session.end is not None and session.end.reason is EndReason.ABORTED
     assert first[0] < startup  # the start-up (kernels, arenas) was not charged to move 1
+
+
+class _TickingEvaluator:
+    """FoW's built-in evaluator that, like a Stockfish call, costs 1 ms per position on a fake
+    clock (children and sampled roots alike)."""
+
+    def __init__(self, inner: FowEvaluator, clock: Ticker) -> None:
+        self.inner, self.clock = inner, clock
+
+    def children(self, parents: np.ndarray, batch: object) -> np.ndarray:
+        out = self.inner.children(parents, batch)  # type: ignore[arg-type]
+        self.clock.t += 1e-3 * out.size
+        return out
+
+    def states(self, states: np.ndarray) -> np.ndarray:
+        out = self.inner.states(states)
+        self.clock.t += 1e-3 * out.size
+        return out
+
+
+def test_zs21_expansion_batches_end_by_the_deadline() -> None:
+    """ZS21's deepening with every position costing 1 ms (fake clock; the LPs cost nothing on
+    it): each batch is capped in children from the measured pace, so the decision ends by
+    the soft instant, not one batch of ~20 leaves x ~30 children past it (the late moves the
+    timing benchmark found at mt=0.1)."""
+    clock = Ticker()
+    game = FowSearchGame()
+    ev = _TickingEvaluator(FowEvaluator(game, SimpleEvaluator()), clock)
+    search = ZS21Search(game, ev, ZS21Config(particles=16, max_nodes=400_000),  # type: ignore[arg-type]
+                        1)
+    search.start(0)
+    belief = FowBelief(game, 1)
+    truth = Game()
+    truth.push_uci("e2e4")
+    obs = observe(truth.position, 1)
+    belief.update(obs, None)
+    key = start_key(int(game.describe(np.array([0])).obs[0, 1]), KeyMode.INCREMENTAL)
+    key = int(mix_key(np.uint64(key), np.int64(-1), np.uint64(observation_key(obs))))
+    for budget_s in (0.1, 0.3):
+        clock.t = 0.0
+        d = Deadline(budget_s, budget_s, clock)
+        out = search.decide(belief, key, np.random.default_rng(0),
+                            ZS21Budget(seconds=None), 0, deadline=d)
+        assert clock.t <= budget_s, (budget_s, clock.t)
+        assert out.expansions > 0

@@ -62,6 +62,25 @@ def test_a_cut_short_update_completes_to_the_one_go_update() -> None:
         part.complete()  # a stale partial set cannot go on
 
 
+def test_a_partial_set_keeps_its_rows_while_the_update_goes_on() -> None:
+    """A cut-off update lends its buffer's rows to the partial set instead of copying them
+    (the copy was most of a 1M-row handover): completing the update later, and trimming it
+    at a cap, must not change a row the earlier set holds."""
+    parents, obs = _random_game_belief(58)
+    for cap in (3_000_000, 40_000):  # no trim; a trim in place once past the cap
+        base = BeliefSet(parents.player, parents.rows, parents.ply, parents.exact,
+                         parents.size_seen, config=BeliefConfig(max_positions=cap))
+        tick = Ticker(step=1.0)
+        part = base.update_opponent_move(obs, Deadline(0.5, 0.5, tick))
+        held = part.rows.copy()
+        more = part.complete(Deadline(0.5, 0.5, tick))
+        assert np.array_equal(part.rows, held)
+        held_more = more.rows.copy()
+        done = more.complete()
+        assert np.array_equal(part.rows, held) and np.array_equal(more.rows, held_more)
+        assert len(done) <= cap
+
+
 def test_a_truncated_update_is_a_reported_subsample() -> None:
     parents, obs = _random_game_belief(58)
     full = parents.update_opponent_move(obs)

@@ -13,11 +13,13 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import pytest
 
 from caligo.core.games import load_game
-from caligo.limits import Deadline, Limits
+from caligo.limits import Deadline, Limits, Pace
+from caligo.search import expand as X
 from caligo.search.config import Expansion, Iterations, Schedule, SearchConfig
-from caligo.search.construct import ROOT_BATCH, evaluate_until
+from caligo.search.construct import ROOT_PACE_S, evaluate_until
 from caligo.search.engine import GrowingTreeSearch
 from caligo.search.evaluators import PerfectInfoEvaluator
 from caligo.search.game import TreeGame
@@ -87,17 +89,82 @@ class SlowEvaluator:
 
 
 def test_root_sampling_stops_at_its_deadline() -> None:
-    """256 sampled roots at 1 ms each, given 50 ms: the evaluation stops after the batch that
-    reaches the deadline (16 roots a batch), and keeps at least the roots it must."""
+    """256 sampled roots at 1 ms each (on a fake clock), given 50 ms: the batches are sized
+    from the measured pace so that the last one ends by the deadline (not after it), most of
+    the time is used, and the roots it must keep are kept even past the deadline."""
     clock = Ticker()
     ev = SlowEvaluator(clock)
     states = np.arange(256, dtype=np.int64)
     vals = evaluate_until(ev, states, Deadline(0.05, 0.05, clock))  # type: ignore[arg-type]
-    assert vals.size == ev.calls and 50 <= vals.size < 50 + ROOT_BATCH
-    assert clock.t <= 0.05 + ROOT_BATCH * 1e-3
+    assert vals.size == ev.calls
+    assert clock.t <= 0.05  # the pace (1.5x margin) keeps every batch inside the deadline
+    assert vals.size >= 45  # and the batches shrink near it rather than stop early
     clock.t = 10.0  # already past: only the roots it must keep
     ev.calls = 0
     vals = evaluate_until(ev, states, Deadline(1.0, 1.0, clock), keep_min=1)  # type: ignore[arg-type]
-    assert vals.size == ROOT_BATCH  # one batch holds the root it must keep
+    assert vals.size == 1
     # no deadline: every root
     assert evaluate_until(ev, states, None).size == 256  # type: ignore[arg-type]
+
+
+def test_root_sampling_learns_a_slow_evaluator() -> None:
+    """An evaluator three times slower than the first guess: the first batch (at most
+    ROOT_BATCH roots) may be long, the pace is measured from it, and every later batch fits;
+    a pace carried to the next move keeps the first batch of that one inside too."""
+    clock = Ticker()
+    ev = SlowEvaluator(clock)
+    slow = ev.states
+    ev.states = lambda st: (slow(st), slow(st), slow(st))[0]  # type: ignore[method-assign]
+    pace = Pace(ROOT_PACE_S)
+    states = np.arange(256, dtype=np.int64)
+    vals = evaluate_until(ev, states, Deadline(0.2, 0.2, clock), pace=pace)  # type: ignore[arg-type]
+    assert clock.t <= 0.2 and vals.size >= 50
+    assert abs(pace.per - 3e-3) < 1e-9  # measured: it rose at once to the slow pace
+    clock.t = 0.0
+    ev.calls = 0
+    evaluate_until(ev, states, Deadline(0.02, 0.02, clock), pace=pace)  # type: ignore[arg-type]
+    assert clock.t <= 0.02 and ev.calls > 0
+
+
+class _TickingEvaluator(PerfectInfoEvaluator):
+    """Leduc's exact values at 1 ms per child on a fake clock (a Stockfish call's cost)."""
+
+    def __init__(self, tree: object, clock: Ticker) -> None:
+        super().__init__(tree)  # type: ignore[arg-type]
+        self.clock = clock
+
+    def children(self, parents: np.ndarray, batch: object) -> np.ndarray:
+        out = super().children(parents, batch)  # type: ignore[arg-type]
+        self.clock.t += 1e-3 * out.size
+        return out
+
+
+def test_an_expansion_stops_at_its_deadline() -> None:
+    """`Expander.expand(leaves, deadline)` evaluates the leaves one at a time until the soft
+    instant: the leaves evaluated by then are expanded (at least the first), the rest are
+    unclaimed, and `Pending.leaves` says which; without a deadline every leaf is."""
+    eng = _engine(Schedule.DETERMINISTIC)
+    a = eng.arena
+    clock = Ticker()
+    ex = X.Expander(a, eng.game, _TickingEvaluator(load_game("leduc_poker"), clock), 1)
+    while (todo := X.frontier(a)).size < 4:  # grow until several leaves wait
+        a.nodes.claim[todo] = 1
+        X.commit(a, ex.expand(todo), True)
+    a.nodes.claim[todo] = 1
+    counts = np.diff(eng.game.expand(a.nodes.state[todo].astype(np.int64)).ptr)
+    clock.t = 0.0
+    # the soft instant falls inside the second leaf's evaluation: two leaves are expanded
+    soft = 1e-3 * (counts[0] + 0.5 * counts[1])
+    n0 = a.n_nodes
+    pending = ex.expand(todo, Deadline(soft, soft, clock))
+    assert pending is not None
+    assert np.array_equal(pending.leaves, todo[:2])
+    assert a.n_nodes - n0 == counts[0] + counts[1]
+    assert clock.t == pytest.approx(1e-3 * (counts[0] + counts[1]))
+    assert np.all(a.nodes.claim[todo[2:]] == 0) and np.all(a.nodes.claim[todo[:2]] == 1)
+    X.commit(a, pending, True)
+    # already past: the first leaf only
+    rest = X.frontier(a)
+    a.nodes.claim[rest] = 1
+    one = ex.expand(rest, Deadline(0.0, 0.0, clock))
+    assert one is not None and one.leaves.size == 1

@@ -46,6 +46,7 @@ from caligo.agents.timing import (
     TcKind,
     TimeControl,
     TimeControlError,
+    collect_garbage,
 )
 from caligo.agents.timing import ZS21 as ZS21_POLICY
 from caligo.agents.zs21.config import Penalty, ZS21Budget, ZS21Config, ZS21ConfigError
@@ -248,6 +249,7 @@ class ZS21Agent(AgentBase):
         self.belief.update(observation, own_move)
         if own_move is not None:  # off the clock: the belief the next analysis reports as "prev"
             self._prev_map = belief_map(self.belief.set)
+            collect_garbage()  # and the process's garbage (caligo.agents.timing)
         act = -1 if own_move is None else int(own_move)
         self.key = int(mix_key(np.uint64(self.key), np.int64(act),
                                np.uint64(observation_key(observation))))

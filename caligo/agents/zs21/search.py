@@ -33,8 +33,10 @@ with x = 1 and y = the opponent's weight on J):
 Within an iteration the chosen leaves are expanded shallowest first (our infoset's roots before
 all others), in batches (`ZS21Config.expand_batch`) of one game call and one evaluator call,
 and the budget is checked between batches: time (keeping room for the final solve, estimated
-from the last one; near the deadline the batches shrink so that one cannot overrun it), leaf
-expansions, deepening iterations.
+from the last one; under a deadline a batch's leaves are evaluated one at a time until the
+reserve begins, each started only when it fits at the measured time per leaf (`Pace`, kept
+across moves), since an evaluator call is what cannot be stopped), leaf expansions,
+deepening iterations.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ from caligo.agents.zs21.subgame import (
 from caligo.agents.zs21.trunk_lp import RootLayer
 from caligo.core.game import CHANCE, TERMINAL
 from caligo.core.lp import LPError
-from caligo.limits import Deadline
+from caligo.limits import Deadline, Pace
 from caligo.search import construct as C
 from caligo.search import expand as X
 from caligo.search.arena import EXPANDED, M_MAX_DEPTH, Arena, Capacity
@@ -81,6 +83,7 @@ log = logging.getLogger(__name__)
 _NO_LIMIT = 1 << 30  # a depth no trunk reaches
 MAX_CHILDREN = 512  # the most children a state may have (`caligo.fow.movegen.MAX_MOVES`)
 _LP_RESERVE = 2.5  # the final solve's time reserve, in last solves (a switch solves twice)
+_LEAF_PACE_S = 5e-3  # a leaf's expansion before any is measured (one Stockfish MultiPV call)
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,8 @@ class ZS21Search:
         self._build_s: float | None = None  # the last LP's export and write-back (`_solve`)
         self._lp_s: float | None = None  # the last LP, export to write-back (`_solve`)
         self.last: SubgameInfo | None = None
+        self.root_pace = Pace(C.ROOT_PACE_S)  # seconds per evaluated particle (`reroot`)
+        self.leaf_pace = Pace(_LEAF_PACE_S)  # seconds per expanded leaf (`run`)
 
     # building -------------------------------------------------------------------------------
     def start(self, state: int) -> None:
@@ -147,7 +152,8 @@ class ZS21Search:
         new = self._spare if self._spare is not None else Arena(self.arena.capacity)
         info, layer = make_subgame(self.arena, self.layer, new, self.game, belief,
                                    self.evaluator, int(cur_key), self.config, rng,
-                                   self.util_scale, self.transpositions, deadline)
+                                   self.util_scale, self.transpositions, deadline,
+                                   self.root_pace)
         self._spare = self.arena
         self.arena = new
         self.layer = layer
@@ -222,9 +228,11 @@ class ZS21Search:
         self.layer = RootLayer(kind, self.layer.threshold, self.layer.alpha)
 
     # expanding ------------------------------------------------------------------------------
-    def _expand(self, leaves: np.ndarray, seed: int) -> int:
+    def _expand(self, leaves: np.ndarray, seed: int, deadline: Deadline | None = None) -> int:
+        """Expand `leaves`, or under `deadline` those that fit before its soft instant at the
+        measured pace (at least one); how many, -1 when the trunk has no room."""
         ex = X.Expander(self.arena, self.game, self.evaluator, seed)
-        pending = ex.expand(leaves)
+        pending = ex.expand(leaves, deadline, self.leaf_pace)
         if pending is None:
             return -1
         status = X.commit(self.arena, pending, False)
@@ -232,7 +240,7 @@ class ZS21Search:
             raise ZS21Error("the game gave one infoset two action sets or broke perfect recall"
                             if status == X.MISMATCH else "the trunk is full")
         self.solved = False
-        return int(leaves.size)
+        return int(pending.leaves.size)
 
     def select(self, d: int, cur_key: int | None) -> np.ndarray:
         """The leaves the d-th deepening iteration expands, in expansion order (module
@@ -300,7 +308,6 @@ class ZS21Search:
         lp_s = exp_s = 0.0
         last_lp = 0.0
         lp_nodes = 1
-        leaf_s = 0.0  # a leaf expansion's time, smoothed
         depth_limit = 0
         value = math.nan
 
@@ -361,19 +368,17 @@ class ZS21Search:
             lo = 0
             while lo < todo.size and self.arena.n_nodes < self.max_nodes:
                 step = self.config.expand_batch
+                until = None
                 if deadline is not None:
-                    left = deadline.soft_left() - reserve()
-                    if left <= 0.0:
+                    # the batch's leaves are evaluated one at a time while the next fits before
+                    # the final solve's reserve (a leaf's evaluator call cannot be stopped)
+                    until = deadline.capped(soft=deadline.soft - reserve())
+                    if self.leaf_pace.units_by(until) < 1:
                         break
-                    # batches small enough that the last one cannot overrun the deadline
-                    step = max(1, min(step, int(left / (2.0 * leaf_s)))) if leaf_s else min(
-                        step, 4)
-                b0 = now()
-                k = self._expand(todo[lo : lo + step], seed * 1_000_003 + expansions + done)
+                k = self._expand(todo[lo : lo + step], seed * 1_000_003 + expansions + done,
+                                 until)
                 if k < 0:
                     break
-                per = (now() - b0) / max(k, 1)
-                leaf_s = per if leaf_s == 0.0 else 0.7 * leaf_s + 0.3 * per
                 done += k
                 lo += k
             exp_s += time.perf_counter() - t0

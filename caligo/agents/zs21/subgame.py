@@ -52,7 +52,7 @@ from caligo.agents.zs21.config import Gadget, Penalty, ZS21Config
 from caligo.agents.zs21.trunk_lp import RootLayer
 from caligo.core.lp import REACH_TOL
 from caligo.core.tree import GameTree
-from caligo.limits import Deadline
+from caligo.limits import Deadline, Pace
 from caligo.search import construct as C
 from caligo.search.arena import EXPANDED, FROZEN, GADGET, Arena
 from caligo.search.config import (
@@ -183,10 +183,12 @@ def make_subgame(
     util_scale: float,
     transpositions: TranspositionKeys,
     deadline: Deadline | None = None,
+    pace: Pace | None = None,
 ) -> tuple[SubgameInfo, RootLayer]:
     """Build the subgame at our infoset `cur_key` into `new` (module docstring). `deadline`:
-    the particles are evaluated until its soft instant (fewer are added past it; at least
-    one when no node of our infoset is carried)."""
+    the particles are evaluated in batches that fit before its soft instant at `pace` (the
+    caller's measured time per particle; fewer are added past it, at least one when no node
+    of our infoset is carried)."""
     searcher = old.searcher
     opp = 1 - searcher
     n = old.n_nodes
@@ -299,12 +301,13 @@ def make_subgame(
     particles = 0
     if need > 0:
         picks = C._sample_outside(game, belief, nd, i_nodes, need, rng)
-        vals = C.evaluate_until(evaluator, picks, deadline, 1 if kept_i == 0 else 0)
+        vals = C.evaluate_until(evaluator, picks, deadline, 1 if kept_i == 0 else 0, pace)
         picks = picks[: vals.size]
         particles = int(picks.size)
         if picks.size:  # singleton opponent infosets, threshold min(û, ũ(h)) (Fig. 9's too)
-            C._add_sampled(groups, picks, game, belief, evaluator, cur_key,
-                           search_config(config), u_hat, searcher, nd, vals)
+            used = C._add_sampled(groups, picks, game, belief, evaluator, cur_key,
+                                  search_config(config), u_hat, searcher, nd, vals)
+            assert used == particles  # singleton groups: no evaluation, nothing left out
             q_all.extend(np.ones(1) for _ in range(particles))
 
     # 6. the new arena
