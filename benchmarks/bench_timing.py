@@ -25,7 +25,8 @@ agent's own account of it (its time split, the wall time of its `act`) is printe
 
 Targets (the issue's): 0 time forfeits in at least 400 games, p99 ratio <= 1.10, max <= 1.5,
 cold first move <= 1.10, and the 1M-position update within its share. `--games-scale F`
-scales every cell's game count; `--short` plays one game a cell at mt=0.1 and mt=0.3 only.
+scales every cell's game count, `--tc TC` keeps the cells of one time control (repeatable: a
+long run can be split in parts); `--short` plays one game a cell at mt=0.1 and mt=0.3 only.
 `--json FILE` writes every ply's time and plan.
 
 Last line: `timing forfeits=F games=G p99_ratio=R1 max_ratio=R2 cold_first_move_ratio=R3
@@ -289,9 +290,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", metavar="FILE", help="write every engine ply's time and plan")
     p.add_argument("--no-load", action="store_true", help="run without the busy loop")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--tc", action="append", metavar="TC",
+                   choices=sorted({c[2] for c in CELLS}),
+                   help="play only the cells of this time control (repeatable; default all)")
     args = p.parse_args(argv)
     short = short_run(args)
-    cells = [(e, o, tc, max(1, round(n * args.games_scale))) for e, o, tc, n in CELLS]
+    cells = [(e, o, tc, max(1, round(n * args.games_scale))) for e, o, tc, n in CELLS
+             if args.tc is None or tc in args.tc]
     if short:
         cells = [(e, o, tc, 1) for e, o, tc, _ in CELLS if tc in ("mt=0.1", "mt=0.3")]
     games = sum(c[3] for c in cells)
