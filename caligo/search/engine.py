@@ -18,8 +18,11 @@ Schedules (`Schedule`):
   `alloc_lock`, writes them, and queues the expansion; the solver commits the queue between
   iterations, so the solver's passes read only solver-written fields, and expanders read the
   solver's strategies lock-free (stale reads are harmless, as in Obscuro). The expanders stop at (1
-  - solver_tail) of the time budget, the solver at the end. Each expander gets its own evaluator
-  from `evaluator_factory` (a Stockfish process per thread).
+  - solver_tail) of the time budget, the solver at the end; an expansion in flight evaluates its
+  leaves one at a time while the next fits before that instant at the measured pace
+  (`Expander.expand`'s deadline), so the solver's final join does not wait out a whole batch of
+  Stockfish calls. Each expander gets its own evaluator from `evaluator_factory` (a Stockfish
+  process per thread).
 
 With `Expansion.FULL` the whole subgame is expanded before the first iteration (small games:
 leaf values never matter and the solver and gadget are measured alone).
@@ -117,6 +120,7 @@ class GrowingTreeSearch:
         cap = Capacity.for_nodes(capacity if capacity is not None else config.max_nodes)
         self.arena = Arena(cap)
         self.root_pace = Pace(C.ROOT_PACE_S)  # seconds per sampled root's evaluation (reroot)
+        self.leaf_pace = Pace(X.LEAF_PACE_S)  # seconds per expanded leaf (timed expanders)
         self._spare: Arena | None = None
         self._stack_node = np.zeros(cap.nodes, dtype=np.int32)
         self._stack_reach = np.zeros(cap.nodes, dtype=np.float64)
@@ -338,6 +342,17 @@ class GrowingTreeSearch:
         count_lock = threading.Lock()
         errors: list[BaseException] = []
 
+        now_fn = deadline.now if deadline is not None else time.perf_counter
+        start = now_fn()
+        # instants on the deadline's scale: the expanders stop first (section 3.4)
+        soft = deadline.soft if deadline is not None else math.inf
+        hard = deadline.hard if deadline is not None else math.inf
+        expand_until = start + (1.0 - c.solver_tail) * (soft - start)
+        # an expansion's leaves are evaluated one at a time while the next fits before the
+        # expanders' stop (the solver joins them at the end: a batch must not outlast it)
+        exp_deadline = (None if deadline is None else
+                        Deadline(expand_until, max(expand_until, hard), now_fn))
+
         def expander(idx: int) -> None:
             ev = self.evaluator_factory() if self.evaluator_factory is not None else (
                 self.evaluator)
@@ -357,7 +372,7 @@ class GrowingTreeSearch:
                         leaves = self._walks(ex, todo, step)
                     step += todo
                     if leaves.size:
-                        pending = ex.expand(leaves)
+                        pending = ex.expand(leaves, exp_deadline, self.leaf_pace)
                         if pending is not None:
                             queue.append(pending)
                     else:
@@ -367,12 +382,6 @@ class GrowingTreeSearch:
             except BaseException as exc:  # surfaced in the solver thread
                 errors.append(exc)
 
-        now_fn = deadline.now if deadline is not None else time.perf_counter
-        start = now_fn()
-        # instants on the deadline's scale: the expanders stop first (section 3.4)
-        soft = deadline.soft if deadline is not None else math.inf
-        hard = deadline.hard if deadline is not None else math.inf
-        expand_until = start + (1.0 - c.solver_tail) * (soft - start)
         mid = start + (soft - start) / 2
         threads = [threading.Thread(target=expander, args=(i,), daemon=True)
                    for i in range(c.expanders)]

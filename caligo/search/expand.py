@@ -438,6 +438,11 @@ class Pending:
     counts: np.ndarray
 
 
+LEAF_PACE_S = 5e-3
+"""A leaf's expansion under a deadline before any is measured (`Pace`): about one Stockfish
+MultiPV call on a loaded machine."""
+
+
 def batch_slice(batch: ChildBatch, i: int, j: int) -> ChildBatch:
     """The children of parents i .. j-1 of `batch` (ptr rebased to 0)."""
     lo, hi = int(batch.ptr[i]), int(batch.ptr[j])

@@ -83,7 +83,6 @@ log = logging.getLogger(__name__)
 _NO_LIMIT = 1 << 30  # a depth no trunk reaches
 MAX_CHILDREN = 512  # the most children a state may have (`caligo.fow.movegen.MAX_MOVES`)
 _LP_RESERVE = 2.5  # the final solve's time reserve, in last solves (a switch solves twice)
-_LEAF_PACE_S = 5e-3  # a leaf's expansion before any is measured (one Stockfish MultiPV call)
 
 
 @dataclass(frozen=True)
@@ -132,7 +131,7 @@ class ZS21Search:
         self._lp_s: float | None = None  # the last LP, export to write-back (`_solve`)
         self.last: SubgameInfo | None = None
         self.root_pace = Pace(C.ROOT_PACE_S)  # seconds per evaluated particle (`reroot`)
-        self.leaf_pace = Pace(_LEAF_PACE_S)  # seconds per expanded leaf (`run`)
+        self.leaf_pace = Pace(X.LEAF_PACE_S)  # seconds per expanded leaf (`run`)
 
     # building -------------------------------------------------------------------------------
     def start(self, state: int) -> None:
