@@ -53,6 +53,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -90,11 +91,18 @@ class Stats:
         self.games = 0
         self.notes: list[str] = []
         self.max_fds = 0
+        self.refused = 0  # game creations the server refused as full (503)
+        self.playing = 0  # clients in a game now
+        self.most_playing = 0
 
     def error(self, text: str) -> None:
         self.errors += 1
         if len(self.notes) < 5:
             self.notes.append(text)
+
+
+REFUSED_RETRY_S = 10.0
+"""A player the server refused (full) tries again this much later."""
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -339,29 +347,42 @@ async def engine_client(url: str, index: int, until: float, think: float, tc: st
     while time.monotonic() < until:
         color = ("white", "black")[(index + stats.games) % 2]
         try:
-            game = await asyncio.to_thread(post_engine_game, url, color, tc, strength)
+            try:
+                game = await asyncio.to_thread(post_engine_game, url, color, tc, strength)
+            except urllib.error.HTTPError as exc:
+                if exc.code != 503:
+                    raise
+                # the page's "server is full": the player tries again a little later
+                stats.refused += 1
+                await asyncio.sleep(min(REFUSED_RETRY_S, max(0.0, until - time.monotonic())))
+                continue
             uri = f"{ws_base}ws/games/{game['game']}?seat={game['seat']}"
-            async with connect(uri, max_size=1 << 20) as ws:
-                while True:
-                    frame = json.loads(await ws.recv())
-                    if frame["type"] != "state":
-                        stats.error(f"error frame: {frame}")
-                        break
-                    if frame["status"] == "over":
-                        stats.games += 1
-                        end = frame.get("end") or {}
-                        loser = {"1-0": "black", "0-1": "white"}.get(end.get("result", ""))
-                        if "time" in str(end.get("termination", "")) and loser != color:
-                            forfeits.append(str(end))
-                        break
-                    if time.monotonic() >= until:
-                        break
-                    if frame["your_turn"]:
-                        legal = frame["view"]["legal_moves"]
-                        await asyncio.sleep(think * rng.uniform(0.5, 1.5))
-                        uci = rng.choice(legal)
-                        await ws.send(json.dumps({"type": "move", "uci": uci,
-                                                  "ply": frame["ply"]}))
+            stats.playing += 1
+            stats.most_playing = max(stats.most_playing, stats.playing)
+            try:
+                async with connect(uri, max_size=1 << 20) as ws:
+                    while True:
+                        frame = json.loads(await ws.recv())
+                        if frame["type"] != "state":
+                            stats.error(f"error frame: {frame}")
+                            break
+                        if frame["status"] == "over":
+                            stats.games += 1
+                            end = frame.get("end") or {}
+                            loser = {"1-0": "black", "0-1": "white"}.get(end.get("result", ""))
+                            if "time" in str(end.get("termination", "")) and loser != color:
+                                forfeits.append(str(end))
+                            break
+                        if time.monotonic() >= until:
+                            break
+                        if frame["your_turn"]:
+                            legal = frame["view"]["legal_moves"]
+                            await asyncio.sleep(think * rng.uniform(0.5, 1.5))
+                            uci = rng.choice(legal)
+                            await ws.send(json.dumps({"type": "move", "uci": uci,
+                                                      "ply": frame["ply"]}))
+            finally:
+                stats.playing -= 1
         except Exception as exc:
             stats.error(f"{type(exc).__name__}: {exc}")
 
@@ -401,8 +422,10 @@ def measure_engine(games: int, seconds: float, think: float, spec: str, tc: str,
         print(f"# engine scenario error: {note}")
     for f in forfeits[:5]:
         print(f"# forfeit: {f}")
-    print(f"engine scenario: {stats.games} finished games, {record or 'no worker record'}")
+    print(f"engine scenario: {stats.games} finished games, {stats.most_playing} played at once "
+          f"at most, {stats.refused} creations refused as full; {record or 'no worker record'}")
     return {"games": games, "errors": stats.errors, "forfeits": len(forfeits),
+            "refused": stats.refused, "most_playing": stats.most_playing,
             "p99_wait_ms": float(fields.get("p99_wait_ms", "nan")),
             "peak_rss_mb": peak[0], "stockfish_procs": peak[1], "finished": stats.games}
 
@@ -481,7 +504,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")
     errors = ours.errors + echo.errors + idle_errors + int(eng["errors"])
     print(f"web games={args.games} errors={errors} p99_move_ms={p99:.2f} "
-          f"engine_games={args.engine_games} engine_p99_wait_ms={eng['p99_wait_ms']:.1f} "
+          f"engine_games={args.engine_games} engine_refused={int(eng['refused'])} "
+          f"engine_p99_wait_ms={eng['p99_wait_ms']:.1f} "
           f"forfeits={int(eng['forfeits'])} peak_rss_mb={eng['peak_rss_mb']:.0f} "
           f"stockfish_procs={int(eng['stockfish_procs'])}")
     return 0

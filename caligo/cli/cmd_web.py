@@ -77,6 +77,16 @@ def _positive(text: str) -> int:
     return _count(text, 1)
 
 
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a share from 0 to 1, got {text!r}")
+    return value
+
+
 def default_db() -> Path:
     """The game database when --db is not given: $XDG_DATA_HOME/caligo/web.sqlite."""
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
@@ -123,6 +133,8 @@ def _serve(args: argparse.Namespace) -> int:
         max_live_games=args.max_live_games,
         games_per_minute=args.games_per_minute,
         games_per_client=args.games_per_client,
+        engine_load=args.engine_load,
+        games_per_worker=args.games_per_worker,
     )
     def record(stats: WorkerStats) -> None:  # the engine workers' record (benchmarks read it)
         waits = sorted(stats.waits_s)
@@ -209,6 +221,13 @@ def register(sub: Any) -> None:
                    help="new games one client may start a minute, in bursts of as many (0: any)")
     p.add_argument("--games-per-client", metavar="N", type=_count, default=3,
                    help="games one client may have running at once (0: any)")
+    p.add_argument("--engine-load", metavar="SHARE", type=_share, default=0.7,
+                   help="admit a new game only while the engines were busy less than this "
+                   "share of the last 30 s and no move waited a second for a worker; past "
+                   "it the page says the server is full (0: off; default 0.7)")
+    p.add_argument("--games-per-worker", metavar="N", type=_count, default=4,
+                   help="new games each engine worker takes in 20 s, before their load shows "
+                   "(0: any; default 4)")
     p.add_argument("--sockets-per-client", metavar="N", type=_count, default=8,
                    help="game connections (WebSockets) one client may hold open (0: any)")
     p.add_argument("--connections-per-client", metavar="N", type=_count, default=32,

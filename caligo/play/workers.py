@@ -31,6 +31,7 @@ optional `caligo[ray]` extra; `ray` starts a local instance).
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import enum
 import importlib
@@ -59,6 +60,7 @@ __all__ = [
     "Job",
     "JobKind",
     "JobResult",
+    "PoolLoad",
     "ProcessWorkers",
     "RayWorkers",
     "ThreadWorkers",
@@ -249,6 +251,27 @@ def _process_main(conn: Any, index: int, init: str | None, warm: str | None,
         host.close()
 
 
+LOAD_WINDOW_S = 60.0
+"""The span over which `Workers.load` measures the workers' busy time."""
+
+
+@dataclass(frozen=True)
+class PoolLoad:
+    """The workers' busy time over a recent span: `busy_s` seconds of work done by all
+    `workers` in the last `span_s` seconds (less than asked while the pool is young), and
+    the longest wait for a worker among the jobs started in it."""
+
+    workers: int
+    busy_s: float
+    span_s: float
+    max_wait_s: float
+
+    @property
+    def utilisation(self) -> float:
+        """The busy share of the workers' time (0 when nothing was measured)."""
+        return self.busy_s / (self.span_s * self.workers) if self.span_s > 0 else 0.0
+
+
 class Workers(Protocol):
     """The pool's interface (`ProcessWorkers`, `ThreadWorkers`, `RayWorkers`)."""
 
@@ -259,6 +282,10 @@ class Workers(Protocol):
 
     def stats(self) -> WorkerStats:
         """The pool's counters."""
+        ...
+
+    def load(self, window_s: float = LOAD_WINDOW_S) -> PoolLoad:
+        """How busy the workers were over the last `window_s` seconds."""
         ...
 
     async def close(self) -> None:
@@ -305,6 +332,9 @@ class _Pool:
         self._max_running = 0
         self._started = False
         self._start_lock = asyncio.Lock()
+        self._born = time.monotonic()
+        # (end, seconds of work, wait before it) of recent jobs, oldest first (`load`)
+        self._recent: collections.deque[tuple[float, float, float]] = collections.deque()
 
     async def start(self) -> None:
         """Start every worker now (each warms its engine), instead of at the first job."""
@@ -378,8 +408,29 @@ class _Pool:
                     item.future.set_exception(exc)
                 continue
             self._running -= 1
+            self._note(wait, time.monotonic() - item.queued - wait)
             if not item.future.done():
                 item.future.set_result(result)
+
+    def _note(self, wait: float, work: float) -> None:
+        now = time.monotonic()
+        self._recent.append((now, work, wait))
+        while self._recent and self._recent[0][0] < now - 4 * LOAD_WINDOW_S:
+            self._recent.popleft()
+
+    def load(self, window_s: float = LOAD_WINDOW_S) -> PoolLoad:
+        """The workers' busy time over the last `window_s` seconds (`PoolLoad`); a job
+        counts by its end, so a long one may count whole in a short window."""
+        now = time.monotonic()
+        since = now - window_s
+        span = min(window_s, now - self._born)
+        busy = wait = 0.0
+        for end, work, w in reversed(self._recent):
+            if end < since:
+                break
+            busy += work
+            wait = max(wait, w)
+        return PoolLoad(len(self._slots), busy, span, wait)
 
     def stats(self) -> WorkerStats:
         waits = tuple(self._waits)

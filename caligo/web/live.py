@@ -26,6 +26,7 @@ go into the stored plies and reach the browser only through the reveal, after th
 from __future__ import annotations
 
 import asyncio
+import collections
 import datetime
 import json
 import logging
@@ -93,6 +94,15 @@ STARTUP_S = 120.0
 """What an engine's worker may add to a job in which the agent starts (or replays) its game."""
 DEFAULT_STRENGTH = TimeControl(TcKind.MOVETIME, movetime_ms=1000)
 FIRST_MOVE_MS = 30_000
+ADMIT_WINDOW_S = 30.0
+"""The span over which the engines' load is measured for admission (`GameHub.engine_full`)."""
+ADMIT_WAIT_S = 1.0
+"""A recent wait for a worker this long means a queue: no new game until it clears."""
+ADMIT_BURST_S = 20.0
+"""New games count against `WebConfig.games_per_worker` for this long (their load is then
+in the measured span)."""
+ADMIT_RETRY_S = 30
+"""What a refused creation is told to wait (Retry-After)."""
 """Time each side has for its first move in a timed game before the game is aborted (lichess's
 and chess.com's rule: a side's clock starts only after its first move)."""
 AGENT_NAMES = {"obscuro": "Obscuro", "zs21": "ZS21", "stockfish-pi": "Stockfish-PI"}
@@ -152,8 +162,16 @@ class WebConfig:
     """Games one client may create a minute, in bursts of as many (a token bucket); 0: any."""
     games_per_client: int = 3
     """Games of one client live at once (its idle ones are unloaded to make room); 0: any."""
+    engine_load: float = 0.0
+    """Admission by the engines' load (`GameHub.engine_full`): the share of the workers' time
+    the games may ask for, in (0, 1]; 0 turns it off (`caligo web serve` uses 0.7)."""
+    games_per_worker: int = 0
+    """New games a worker takes within `ADMIT_BURST_S` seconds, before their load shows (with
+    `engine_load`); 0: any."""
 
     def __post_init__(self) -> None:
+        if not (0.0 <= self.engine_load <= 1.0) or self.games_per_worker < 0:
+            raise WebConfigError(f"invalid web config: {self!r}")
         if (
             self.max_live_games < 1
             or self.max_message_bytes < 64
@@ -809,6 +827,8 @@ class GameHub:
             random.Random(config.seed) if config.seed is not None else secrets.SystemRandom()
         )
         self._resume = asyncio.Lock()
+        self._admitted: collections.deque[float] = collections.deque()
+        """When the recent games were admitted (`engine_full`)."""
 
     def forget(self, live: LiveGame) -> None:
         """Drop a finished game from memory (it stays in the store)."""
@@ -840,7 +860,12 @@ class GameHub:
                 "busy",
                 retry_after=60,
             )
+        why = self.engine_full()
+        if why is not None:
+            raise ServerBusyError(f"the server is full: {why}; try again in a minute", "busy",
+                                  retry_after=ADMIT_RETRY_S)
         self.rates.take(client)
+        self._admitted.append(time.monotonic())
         if request.color is ColorChoice.RANDOM:
             human = self._rng.randrange(2)
         else:
@@ -954,6 +979,34 @@ class GameHub:
                 log.info("game %s resumed at ply %d", game_id, session.ply)
         await live.start()
         return live
+
+    def engine_full(self) -> str | None:
+        """Why a new game would overload the engines, or None (admission by load).
+
+        The engines' queue is first come, first served, and its waits come out of the
+        engine's clock, so a game is admitted only while the games already running leave the
+        workers room: their busy share over the last `ADMIT_WINDOW_S` seconds is under
+        `engine_load`, no job of that span waited `ADMIT_WAIT_S` for a worker, and fewer than
+        `games_per_worker` per worker were admitted in the last `ADMIT_BURST_S` seconds (new
+        games' load does not show at once). Games nobody plays cost nothing and never count;
+        an engine without a budget (`NO_BUDGET_AGENTS`) is never the reason.
+        """
+        target = self.config.engine_load
+        if target <= 0.0 or not uses_strength(self.config.agent):
+            return None  # off, or an engine that does no work (random)
+        load = self.workers.load(ADMIT_WINDOW_S)
+        if load.utilisation >= target:
+            return (f"its engines were busy {100 * load.utilisation:.0f}% of the last "
+                    f"{load.span_s:.0f} s")
+        if load.max_wait_s >= ADMIT_WAIT_S:
+            return f"an engine move waited {load.max_wait_s:.1f} s for a worker"
+        now = time.monotonic()
+        while self._admitted and self._admitted[0] < now - ADMIT_BURST_S:
+            self._admitted.popleft()
+        burst = self.config.games_per_worker * load.workers
+        if burst and len(self._admitted) >= burst:
+            return f"{len(self._admitted)} games started in the last {ADMIT_BURST_S:.0f} s"
+        return None
 
     async def _evict_idle(self) -> None:
         """Make room: unload games nobody watches and the engine is not thinking in.

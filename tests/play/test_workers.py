@@ -15,7 +15,9 @@ import asyncio
 import os
 import random
 import signal
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -259,3 +261,25 @@ def test_ray_workers_give_the_same_moves_as_local_workers() -> None:
     finally:
         ray.shutdown()
     assert remote == local and len(local) >= 5  # (this seed ends by king capture at ply 7)
+
+
+def test_the_pool_measures_how_busy_its_workers_were() -> None:
+    """`load()`: the seconds of work the workers did in a recent span (each job from its start
+    on a worker to its answer), the span itself, and the longest wait for a worker; the
+    server's admission reads it. Two games on one worker: the second one's jobs wait."""
+
+    async def run() -> tuple[Any, Any, float]:
+        pool = ThreadWorkers(1)
+        try:
+            t0 = time.monotonic()
+            await asyncio.gather(*(_play(pool, f"b{i}", 20 + i, 6) for i in range(2)))
+            return pool.load(), pool.load(window_s=1e-9), time.monotonic() - t0
+        finally:
+            await pool.close()
+
+    load, none, elapsed = asyncio.run(run())
+    assert load.workers == 1 and 0 < load.span_s <= 60.0
+    assert 0 < load.busy_s <= min(load.span_s, elapsed)  # one worker: never more than the span
+    assert 0 < load.utilisation <= 1
+    assert load.max_wait_s > 0  # two games on one worker: a job waited
+    assert none.busy_s == 0 and none.utilisation == 0

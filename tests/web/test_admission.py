@@ -56,7 +56,7 @@ class Server:
     def __init__(self, db: Path, **kw: Any) -> None:
         self.clock = FakeClock(100.0)
         self.app = create_app(
-            WebConfig(db=str(db), agent="random", seed=3, **kw),
+            WebConfig(db=str(db), **{"agent": "random", "seed": 3, **kw}),
             GuardConfig(allowed_hosts=("testserver",)),
             now=self.clock,
         )
@@ -252,3 +252,52 @@ def test_the_rate_limiter_refills_at_its_rate() -> None:
     for _ in range(1000):
         unlimited.take("a")
     assert unlimited.retry_after("a") is None
+
+
+# --- the engines' load -------------------------------------------------------------------------
+# Admission by load (`GameHub.engine_full`): the workers' measured busy share and waits (the
+# pool's `load()`, replaced here by set values) and the games admitted in the last 20 s.
+
+ENGINE = "obscuro:eval=simple,budget=iters=30"
+
+
+def _loaded(s: Server, monkeypatch: pytest.MonkeyPatch, busy: float, wait: float) -> None:
+    """The hub's workers report `busy` of their time busy over 30 s and a `wait` s wait."""
+    from caligo.play.workers import PoolLoad
+
+    monkeypatch.setattr(s.app.state.hub.workers, "load",
+                        lambda window_s=30.0: PoolLoad(1, busy * 30.0, 30.0, wait))
+
+
+def test_busy_engines_make_the_server_full(make: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    s = make(agent=ENGINE, games_per_minute=0, games_per_client=0, engine_load=0.7)
+    _loaded(s, monkeypatch, busy=0.5, wait=0.2)
+    assert s.post().status_code == 201
+    _loaded(s, monkeypatch, busy=0.75, wait=0.2)  # past the share: a queue would form
+    r = s.post(peer="10.0.0.2")
+    assert r.status_code == 503 and r.json()["code"] == "busy"
+    assert "engines were busy 75%" in r.json()["error"] and r.headers["Retry-After"] == "30"
+    _loaded(s, monkeypatch, busy=0.3, wait=1.5)  # a move waited: the queue is there already
+    r = s.post(peer="10.0.0.3")
+    assert r.status_code == 503 and "waited 1.5 s for a worker" in r.json()["error"]
+    _loaded(s, monkeypatch, busy=0.3, wait=0.1)  # it cleared
+    assert s.post(peer="10.0.0.4").status_code == 201
+    assert s.live() == 2
+
+
+def test_new_games_are_admitted_a_few_per_worker_at_a_time(
+        make: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Their load shows only once they play: two per worker (one thread worker here) in 20 s."""
+    s = make(agent=ENGINE, games_per_minute=0, games_per_client=0, engine_load=0.7,
+             games_per_worker=2)
+    _loaded(s, monkeypatch, busy=0.0, wait=0.0)
+    assert [s.post(peer=f"10.0.1.{i}").status_code for i in range(3)] == [201, 201, 503]
+    assert "2 games started in the last 20 s" in s.post().json()["error"]
+
+
+def test_an_engine_without_work_or_the_rule_off_is_never_refused_for_load(
+        make: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    for kw in ({"agent": "random", "engine_load": 0.7}, {"agent": ENGINE, "engine_load": 0.0}):
+        s = make(games_per_minute=0, games_per_client=0, games_per_worker=1, **kw)
+        _loaded(s, monkeypatch, busy=1.0, wait=10.0)
+        assert [s.post(peer=f"10.0.2.{i}").status_code for i in range(3)] == [201] * 3
