@@ -60,6 +60,7 @@ import numpy as np
 from caligo.agents.base import AgentBase, Clock, Decision
 from caligo.agents.belief_map import BELIEF_MAP, BELIEF_MAP_PREV, belief_map
 from caligo.agents.fow_search import FowBelief, FowEvaluator, FowSearchGame, compact_arena
+from caligo.agents.options import EvalChoice, OptionReader
 from caligo.agents.resources import EngineResources
 from caligo.agents.timing import (
     OBSCURO,
@@ -123,14 +124,6 @@ class ObscuroConfigError(CaligoError, ValueError):
 
 class ObscuroSearchMismatch(CaligoError):
     """The searched infoset's moves differ from the referee's legal moves (a bug)."""
-
-
-class EvalChoice(Enum):
-    """Which leaf evaluator the search uses."""
-
-    AUTO = "auto"  # Stockfish when the binary is found, else the built-in evaluation
-    STOCKFISH = "stockfish"  # Obscuro, appendix C.5 (an error when the binary is missing)
-    SIMPLE = "simple"  # material + visible squares (Obscuro, section 4.1, ablation 6)
 
 
 class Ablation(Enum):
@@ -351,53 +344,27 @@ class ObscuroConfig:
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ObscuroConfig:
-        """Parse registry options (`OPTIONS_HELP`); raise ObscuroConfigError quoting them."""
-        known = {"budget", "eval", "ablation", "subgame", "preset", "expand", "roots",
-                 "expanders", "nodes", "belief", "seed", "stockfish"}
-        unknown = sorted(set(options) - known)
-        if unknown:
-            raise ObscuroConfigError(f"unknown option(s) for obscuro: {unknown!r} "
-                                     f"(known: {OPTIONS_HELP})")
+        """Parse registry options (`OPTIONS_HELP`, read by `caligo.agents.options`); raise
+        OptionError or ObscuroConfigError quoting them."""
+        opts = OptionReader("obscuro", options, (
+            "budget", "eval", "ablation", "subgame", "preset", "expand", "roots", "expanders",
+            "nodes", "belief", "seed", "stockfish"))
         kw: dict[str, Any] = {}
-
-        def choice(key: str, kind: type[Enum]) -> Any:
-            text = options[key].strip().lower()
-            try:
-                return kind(text)
-            except ValueError:
-                names = ", ".join(m.value for m in kind)  # type: ignore[attr-defined]
-                raise ObscuroConfigError(f"obscuro: invalid {key} {options[key]!r} "
-                                         f"(one of {names})") from None
-
-        def integer(key: str) -> int:
-            try:
-                return int(options[key])
-            except ValueError:
-                raise ObscuroConfigError(f"obscuro: {key} must be an integer, got "
-                                         f"{options[key]!r}") from None
-
-        if "budget" in options:
-            kw["budget"] = parse_budget(options["budget"])
-        if "eval" in options:
-            kw["evaluator"] = choice("eval", EvalChoice)
-        if "ablation" in options:
-            kw["ablation"] = choice("ablation", Ablation)
-        if "subgame" in options:
-            kw["subgame"] = choice("subgame", SubgameKind)
-        if "preset" in options:
-            kw["preset"] = choice("preset", Preset)
-        if "expand" in options:
-            try:
-                kw["expand_ratio"] = float(options["expand"])
-            except ValueError:
-                raise ObscuroConfigError(f"obscuro: expand must be a number, got "
-                                         f"{options['expand']!r}") from None
+        if "budget" in opts:
+            kw["budget"] = parse_budget(opts.text("budget"))
+        for key, name, kind in (("eval", "evaluator", EvalChoice), ("ablation", "ablation",
+                                Ablation), ("subgame", "subgame", SubgameKind),
+                                ("preset", "preset", Preset)):
+            if key in opts:
+                kw[name] = opts.choice(key, kind)
+        if "expand" in opts:
+            kw["expand_ratio"] = opts.number("expand")
         for key, name in (("roots", "min_roots"), ("expanders", "expanders"),
                           ("nodes", "max_nodes"), ("belief", "belief_cap"), ("seed", "seed")):
-            if key in options:
-                kw[name] = integer(key)
-        if "stockfish" in options:
-            kw["stockfish"] = StockfishConfig(path=options["stockfish"], own_call_cap=8)
+            if key in opts:
+                kw[name] = opts.integer(key)
+        if "stockfish" in opts:
+            kw["stockfish"] = StockfishConfig(path=opts.text("stockfish"), own_call_cap=8)
         config = cls(**kw)
         if config.evaluator is EvalChoice.STOCKFISH and not stockfish_available(
             config.stockfish.path

@@ -25,7 +25,6 @@ max_positions=N).
 
 from __future__ import annotations
 
-import enum
 import functools
 import logging
 import math
@@ -39,6 +38,7 @@ import numpy as np
 from caligo.agents.base import AgentBase, Clock, Decision
 from caligo.agents.belief_map import BELIEF_MAP, BELIEF_MAP_PREV, belief_map
 from caligo.agents.fow_search import FowBelief, FowEvaluator, FowSearchGame, compact_arena
+from caligo.agents.options import EvalChoice, OptionError, OptionReader
 from caligo.agents.resources import EngineResources
 from caligo.agents.timing import (
     UNTIMED,
@@ -65,12 +65,8 @@ __all__ = ["EvaluatorChoice", "ZS21Agent", "own_budget"]
 
 log = logging.getLogger(__name__)
 
-class EvaluatorChoice(enum.Enum):
-    """The leaf evaluator."""
-
-    AUTO = "auto"  # Stockfish when it is installed, else the built-in evaluator
-    STOCKFISH = "stockfish"  # Zhang & Sandholm 2021, appendix D.1
-    SIMPLE = "simple"  # material plus visible squares (Obscuro, ablation 6)
+EvaluatorChoice = EvalChoice
+"""The leaf evaluator: the one choice of every engine (`caligo.agents.options.EvalChoice`)."""
 
 
 def own_budget(budget: ZS21Budget) -> TimeControl:
@@ -123,12 +119,14 @@ class ZS21Agent(AgentBase):
                  evaluator: EvaluatorChoice = EvaluatorChoice.AUTO,
                  belief: BeliefConfig | None = None, *,
                  clock: Callable[[], float] = time.perf_counter,
-                 resources: EngineResources | None = None) -> None:
+                 resources: EngineResources | None = None,
+                 stockfish: str | None = None) -> None:
         super().__init__()
         self.config = config if config is not None else ZS21Config()
         if not isinstance(evaluator, EvaluatorChoice):
             raise ZS21ConfigError(f"evaluator must be an EvaluatorChoice, got {evaluator!r}")
         self.evaluator_choice = evaluator
+        self.stockfish_path = stockfish  # None: found on PATH or in /usr/games
         self.belief_config = belief if belief is not None else BeliefConfig()
         self.leaf: LeafEvaluator | None = None
         self.game: FowSearchGame | None = None
@@ -149,17 +147,13 @@ class ZS21Agent(AgentBase):
     def from_options(cls, options: Mapping[str, str],
                      resources: EngineResources | None = None) -> ZS21Agent:
         """Build from registry options (module docstring); ValueError names a bad one."""
-        known = {"budget", "evaluator", "seed", "particles", "penalty", "max_nodes",
-                 "max_positions"}
-        unknown = set(options) - known
-        if unknown:
-            raise ValueError(f"unknown option(s) for zs21: {sorted(unknown)!r} "
-                             f"(known: {', '.join(sorted(known))})")
-        cfg = ZS21Config()
+        opts = OptionReader("zs21", options, (
+            "budget", "eval", "seed", "particles", "penalty", "nodes", "belief", "stockfish"),
+            aliases={"evaluator": "eval", "max_nodes": "nodes", "max_positions": "belief"})
         changes: dict[str, Any] = {}
         try:
-            if "budget" in options:
-                tc = TimeControl.parse(options["budget"])
+            if "budget" in opts:
+                tc = TimeControl.parse(opts.text("budget"))
                 if tc.kind is TcKind.ITERATIONS:
                     changes["budget"] = ZS21Budget(seconds=None, expansions=tc.iterations)
                 elif tc.kind is TcKind.MOVETIME:
@@ -167,15 +161,21 @@ class ZS21Agent(AgentBase):
                                                    expansions=None)
                 elif tc.kind is not TcKind.NONE:
                     raise ValueError(f"zs21: budget must be mt=SECONDS, iters=N or none, got "
-                                     f"{options['budget']!r}")
-            for name in ("seed", "particles", "max_nodes"):
-                if name in options:
-                    changes[name] = int(options[name])
-            if "penalty" in options:
-                changes["penalty"] = Penalty(options["penalty"])
-            belief = BeliefConfig(max_positions=int(options.get("max_positions", "2000000")))
-            evaluator = EvaluatorChoice(options.get("evaluator", "auto"))
-            return cls(replace(cfg, **changes), evaluator, belief, resources=resources)
+                                     f"{opts.text('budget')!r}")
+            for key, name in (("seed", "seed"), ("particles", "particles"),
+                              ("nodes", "max_nodes")):
+                if key in opts:
+                    changes[name] = opts.integer(key)
+            if "penalty" in opts:
+                changes["penalty"] = opts.choice("penalty", Penalty)
+            belief = BeliefConfig(max_positions=opts.integer("belief", 1) if "belief" in opts
+                                  else BeliefConfig().max_positions)
+            evaluator = opts.choice("eval", EvalChoice) if "eval" in opts else EvalChoice.AUTO
+            path = opts.text("stockfish") if "stockfish" in opts else None
+            return cls(replace(ZS21Config(), **changes), evaluator, belief,
+                       resources=resources, stockfish=path)
+        except OptionError:
+            raise
         except (TimeControlError, ZS21ConfigError) as exc:
             raise ValueError(str(exc)) from None
         except ValueError as exc:
@@ -188,15 +188,21 @@ class ZS21Agent(AgentBase):
             choice = self.evaluator_choice
             if choice is not EvaluatorChoice.SIMPLE:
                 from caligo.fow.stockfish import (
+                    StockfishConfig,
                     StockfishNotFoundError,
                     StockfishPool,
                     find_stockfish,
                 )
 
+                path = self.stockfish_path
+
+                def pool() -> StockfishPool:
+                    return StockfishPool(StockfishConfig(path=path))
+
                 try:
-                    find_stockfish()
-                    self.leaf = (StockfishPool() if self.resources is None else
-                                 self.resources.get(("zs21",), StockfishPool))
+                    find_stockfish(path)
+                    self.leaf = (pool() if self.resources is None else
+                                 self.resources.get(("zs21", path), pool))
                     if self.resources is not None:
                         self.leaf.new_game()
                 except StockfishNotFoundError:
