@@ -46,7 +46,7 @@ import numpy as np
 from numba import njit
 
 from caligo.errors import CaligoError
-from caligo.fow.belief import BeliefConfig, BeliefSet
+from caligo.fow.belief import BeliefConfig, BeliefSet, Scratch
 from caligo.fow.bitboard import U0, lsb, popcount
 from caligo.fow.evaluate import LeafEvaluator, SimpleEvaluator
 from caligo.fow.expand import _expand_kernel, _obs_hash, _terminal_kind, observation_key
@@ -429,6 +429,7 @@ class FowBelief:
         self.max_states = int(max_states)
         self._pending: Observation | None = None
         self._queued: Observation | None = None
+        self._scratch: Scratch | None = None  # the next update's buffers (`prepare`)
         self._set = BeliefSet.initial(self.player, game.start_fen, self.config)
         self.cut = 0  # partial updates given up (P became a reported subsample)
 
@@ -441,12 +442,14 @@ class FowBelief:
     @set.setter
     def set(self, value: BeliefSet) -> None:
         self._queued = None
+        self._scratch = None
         self._set = value
 
     def reset(self) -> None:
         """P = {the game's start position}."""
         self._pending = None
         self._queued = None
+        self._scratch = None
         self.cut = 0
         self._set = BeliefSet.initial(self.player, self.game.start_fen, self.config)
 
@@ -472,6 +475,7 @@ class FowBelief:
             if self._set.partial:
                 self._set = self._set.complete()
             self._set = self._set.update_own_move(int(own_action), o)
+            self._scratch = None  # sized for the set before
         else:
             self.settle()  # a second opponent ply in a row (never in FoW chess): apply the first
             self._queued = o
@@ -485,6 +489,11 @@ class FowBelief:
         """Forget a queued update (an agent that gave P up only follows its key)."""
         self._queued = None
 
+    def prepare(self) -> None:
+        """Make the next opponent-ply update's buffers now (`BeliefSet.scratch`): after our own
+        ply, on the opponent's time, so that a timed update does not pay its page faults."""
+        self._scratch = None if self._set.partial else self._set.scratch()
+
     def settle(self, deadline: Deadline | None = None, spread: bool | None = None) -> None:
         """Apply the queued opponent-ply update, within `deadline` (P may stay `partial`);
         `spread`: visit the parents in a spread order (default: when there is a deadline).
@@ -492,7 +501,8 @@ class FowBelief:
         o = self._queued
         if o is None:
             return
-        self._set = self._set.update_opponent_move(o, deadline, spread)
+        scratch, self._scratch = self._scratch, None
+        self._set = self._set.update_opponent_move(o, deadline, spread, scratch)
         self._queued = None
 
     def finish(self, deadline: Deadline | None = None) -> bool:

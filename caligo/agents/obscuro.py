@@ -588,6 +588,9 @@ class ObscuroAgent(AgentBase):
         self._note_checkpoint()
         if not self._lost:  # off the clock: the belief the next analysis reports as "prev"
             self._prev_map = belief_map(self._belief.set)
+            last = self.timer.last
+            if last is not None and last.iterations is None:  # a timed update comes next
+                self._belief.prepare()
         eng = self._search.engine
         if eng is not None:  # off the clock: drop store rows the tree no longer holds
             compact_arena(self._game, eng.arena)

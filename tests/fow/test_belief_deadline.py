@@ -121,3 +121,24 @@ def test_a_million_position_update_stops_within_its_share() -> None:
     spent = time.process_time() - t0
     assert part.partial and len(part) > 0
     assert spent <= 0.05 + 0.025, spent
+
+
+def test_an_update_into_buffers_made_ahead_is_the_same_update() -> None:
+    """`scratch()` makes (and touches) the next opponent-ply update's buffers ahead of it, on
+    the opponent's time; the update written into them gives the same P as one that allocates
+    its own, whole or cut short (here the children outgrow the rows made ahead: the update
+    grows them as it would its own)."""
+    parents, obs = _random_game_belief(58)
+    full = parents.update_opponent_move(obs)
+    scratch = parents.scratch()
+    ahead = parents.update_opponent_move(obs, scratch=scratch)
+    assert np.array_equal(ahead.rows, full.rows) and ahead.size_seen == full.size_seen
+    tick = Ticker(step=1.0)
+    part = parents.update_opponent_move(obs, Deadline(0.5, 0.5, tick), scratch=parents.scratch())
+    plain = parents.update_opponent_move(obs, Deadline(0.5, 0.5, Ticker(step=1.0)))
+    assert _rows(part) == _rows(plain)
+    assert _rows(part.complete()) == _rows(full)
+    # a scratch of the wrong size is not used (the update allocates its own)
+    small, _ = _random_game_belief(10)
+    other = parents.update_opponent_move(obs, scratch=small.scratch())
+    assert np.array_equal(other.rows, full.rows)

@@ -255,6 +255,9 @@ class ZS21Agent(AgentBase):
         self.belief.update(observation, own_move)
         if own_move is not None:  # off the clock: the belief the next analysis reports as "prev"
             self._prev_map = belief_map(self.belief.set)
+            last = self.timer.last
+            if last is not None and last.iterations is None:  # a timed update comes next
+                self.belief.prepare()
             collect_garbage()  # and the process's garbage (caligo.agents.timing)
         act = -1 if own_move is None else int(own_move)
         self.key = int(mix_key(np.uint64(self.key), np.int64(act),
