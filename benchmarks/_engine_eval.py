@@ -12,7 +12,7 @@ The part of `caligo bench engine` that needs no search (issue 9). `measure(short
   classification, FEN, the call, own calls, mapping; random_leaf_ms: the same on leaves of
   uniformly random FoW playouts, where kings hang often and whole leaves need own calls
   (random_leaf_cap8_ms: with `own_call_cap=8`).
-- expansions_per_s: `expand._expand_kernel` called from Python once per parent, over the same
+- expansions_per_s: `expand.expand_kernel` called from Python once per parent, over the same
   positions; `expand_ratio` against `expand_reference` (the pure-Python reference).
 - builtin_nodes_per_s: children scored per second by `SimpleEvaluator.children`, one call per
   leaf as the search makes them; `builtin_ratio` against `evaluate_reference` (python-chess).
@@ -34,7 +34,7 @@ import chess.engine
 import numpy as np
 
 from caligo.fow.evaluate import SimpleEvaluator, evaluate_reference
-from caligo.fow.expand import ExpandBuffers, _expand_kernel, expand, expand_reference
+from caligo.fow.expand import ExpandBuffers, expand, expand_kernel, expand_reference
 from caligo.fow.movegen import legal_moves
 from caligo.fow.position import (
     STARTING_FEN,
@@ -193,11 +193,11 @@ def _expansions(leaves: list[np.ndarray], rounds: int) -> tuple[float, float]:
     """Expansions per second of the kernel (one Python call each) and of the reference."""
     b = ExpandBuffers.allocate()
     args = (b.children, b.moves, b.obs_keys, b.terminal, b.values, b.count)
-    _expand_kernel(leaves[0], *args)
+    expand_kernel(leaves[0], *args)
     t = time.perf_counter()
     for _ in range(rounds):
         for pos in leaves:
-            _expand_kernel(pos, *args)
+            expand_kernel(pos, *args)
     kernel = rounds * len(leaves) / (time.perf_counter() - t)
     sample = leaves[:: max(1, len(leaves) // 40)]
     t = time.perf_counter()

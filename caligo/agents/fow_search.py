@@ -6,7 +6,7 @@ module is the glue (docs/design.md, "Agents" and "The game interface and the eva
 `FowSearchGame` implements `caligo.search.game.SearchGame` over a flat position store: a
 uint64 array of rows of `POS_WORDS` (16) words, growing by chunks and never holding a Python
 object per node. A search *state* is a row index. `expand(states)` runs one numba call over the
-whole batch: for every parent, `caligo.fow.expand._expand_kernel` writes its children straight
+whole batch: for every parent, `caligo.fow.expand.expand_kernel` writes its children straight
 into fresh rows of the store together with both players' observation keys and the terminal
 verdicts (king capture: +-1; no FoW move at all: the draw, 0), so no Python runs per child. The
 keys are `KeyMode.INCREMENTAL`: a child's key is the hash of what the player observes there
@@ -49,9 +49,9 @@ from caligo.errors import CaligoError
 from caligo.fow.belief import BeliefConfig, BeliefSet, Scratch
 from caligo.fow.bitboard import U0, lsb, popcount
 from caligo.fow.evaluate import LeafEvaluator, SimpleEvaluator
-from caligo.fow.expand import _expand_kernel, _obs_hash, _terminal_kind, observation_key
+from caligo.fow.expand import expand_kernel, obs_hash, observation_key, terminal_kind
 from caligo.fow.movegen import MAX_MOVES, count_moves
-from caligo.fow.observation import O_VISIBLE, OBS_WORDS, Observation, _observe_kernel
+from caligo.fow.observation import O_VISIBLE, OBS_WORDS, Observation, observe_kernel
 from caligo.fow.position import (
     KIND_PROMOTION,
     KING,
@@ -141,7 +141,7 @@ def _expand_states_kernel(
     for i in range(parents.shape[0]):
         lo = row0 + j
         hi = min(lo + MAX_MOVES, cap)
-        status = _expand_kernel(store[parents[i]], store[lo:hi], moves, keys, term, vals, cnt)
+        status = expand_kernel(store[parents[i]], store[lo:hi], moves, keys, term, vals, cnt)
         if status != 0:
             return _STATUS_OVER
         n = int(cnt[0])
@@ -173,14 +173,14 @@ def _describe_kernel(
     for i in range(states.shape[0]):
         pos = store[states[i]]
         stm = int(pos[W_STM])
-        _observe_kernel(pos, 0, o)
-        obs[i, 0] = _obs_hash(o)
+        observe_kernel(pos, 0, o)
+        obs[i, 0] = obs_hash(o)
         vis = o[O_VISIBLE]
-        _observe_kernel(pos, 1, o)
-        obs[i, 1] = _obs_hash(o)
+        observe_kernel(pos, 1, o)
+        obs[i, 1] = obs_hash(o)
         if stm == 1:
             vis = o[O_VISIBLE]
-        kind = _terminal_kind(pos, vis)
+        kind = terminal_kind(pos, vis)
         utility[i] = 0.0
         if kind == 0:
             player[i] = stm

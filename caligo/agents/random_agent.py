@@ -13,6 +13,7 @@ import random
 from collections.abc import Mapping, Sequence
 
 from caligo.agents.base import AgentBase, Clock, Decision, TimeControl
+from caligo.agents.options import OptionError, OptionReader
 from caligo.fow.observation import Observation
 
 
@@ -31,19 +32,13 @@ class RandomAgent(AgentBase):
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> RandomAgent:
-        """Build from registry options: `seed=N` (int), `policy=0|1` (report the policy)."""
-        unknown = set(options) - {"seed", "policy"}
-        if unknown:
-            raise ValueError(
-                f"unknown option(s) for random: {sorted(unknown)!r} (known: seed, policy)"
-            )
-        try:
-            seed = int(options.get("seed", "0"))
-        except ValueError:
-            raise ValueError(f"random: seed must be an integer, got {options['seed']!r}") from None
-        policy = options.get("policy", "1")
+        """Build from registry options (`caligo.agents.options`): `seed=N` (int),
+        `policy=0|1` (report the policy)."""
+        opts = OptionReader("random", options, ("seed", "policy"))
+        seed = opts.integer("seed") if "seed" in opts else 0
+        policy = opts.text("policy") if "policy" in opts else "1"
         if policy not in ("0", "1"):
-            raise ValueError(f"random: policy must be 0 or 1, got {policy!r}")
+            raise OptionError(f"random: policy must be 0 or 1, got {policy!r}")
         return cls(seed=seed, report_policy=policy == "1")
 
     def new_game(self, color: int, start_fen: str, time_control: TimeControl, seed: int) -> None:

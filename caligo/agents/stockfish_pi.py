@@ -44,6 +44,7 @@ import numpy as np
 
 from caligo.agents.base import AgentBase, Clock, Decision
 from caligo.agents.belief_map import BELIEF_MAP, BELIEF_MAP_PREV, belief_map
+from caligo.agents.options import OptionReader
 from caligo.agents.resources import EngineResources
 from caligo.agents.timing import (
     STOCKFISH_PI,
@@ -106,21 +107,12 @@ class StockfishPIAgent(AgentBase):
     @classmethod
     def from_options(cls, options: Mapping[str, str],
                      resources: EngineResources | None = None) -> StockfishPIAgent:
-        """Build from registry options: depth=N, seed=N, stockfish=PATH."""
-        unknown = sorted(set(options) - {"depth", "seed", "stockfish"})
-        if unknown:
-            raise StockfishPIError(f"unknown option(s) for stockfish-pi: {unknown!r} (known: "
-                                   "depth, seed, stockfish)")
-        kw: dict[str, Any] = {}
-        for key in ("depth", "seed"):
-            if key in options:
-                try:
-                    kw[key] = int(options[key])
-                except ValueError:
-                    raise StockfishPIError(f"stockfish-pi: {key} must be an integer, got "
-                                           f"{options[key]!r}") from None
-        if "stockfish" in options:
-            kw["path"] = options["stockfish"]
+        """Build from registry options (`caligo.agents.options`): depth=N, seed=N,
+        stockfish=PATH."""
+        opts = OptionReader("stockfish-pi", options, ("depth", "seed", "stockfish"))
+        kw: dict[str, Any] = {key: opts.integer(key) for key in ("depth", "seed") if key in opts}
+        if "stockfish" in opts:
+            kw["path"] = opts.text("stockfish")
         return cls(**kw, resources=resources)
 
     def new_game(self, color: int, start_fen: str, time_control: TimeControl, seed: int) -> None:

@@ -8,7 +8,7 @@ so far" (Obscuro, section 3): P starts as the known initial position and is upda
 
 where o is the observation the player actually received. Each runs in a numba kernel:
 `_expand_kernel` (opponent ply) makes every move of every parent, compares the player's
-observation (`caligo.fow.observation._observe_kernel`) with o, after a cheap necessary test
+observation (`caligo.fow.observation.observe_kernel`) with o, after a cheap necessary test
 (the pieces on o's visible squares), and inserts matches into a hash table that drops
 duplicates; `_own_move_kernel` (own move) needs a table only in one case: the move's
 destination is visible, so its contents agree in every parent and the move is undone by nothing
@@ -54,7 +54,7 @@ from numba import njit
 from caligo.fow.bitboard import FILES, PAWN_ATTACKS, RANKS, U0, U1, popcount
 from caligo.fow.errors import FowError, TooManyMovesError
 from caligo.fow.movegen import MAX_MOVES, count_moves, gen_moves
-from caligo.fow.observation import O_STM, OBS_WORDS, Observation, _observe_kernel
+from caligo.fow.observation import O_STM, OBS_WORDS, Observation, observe_kernel
 from caligo.fow.position import (
     CASTLE_KEEP,
     CASTLE_ROOK,
@@ -331,7 +331,7 @@ def _expand_kernel(
             continue
         # a "silent" move touches no square that can change the player's observation: the
         # child then observes exactly what the parent does, with the side to move flipped
-        _observe_kernel(pos, player, obs)
+        observe_kernel(pos, player, obs)
         sensitive = obs[0] | _sensitive_extra(pos, player)
         obs[O_STM] = np.uint64(player)
         silent_ok = True
@@ -375,7 +375,7 @@ def _expand_kernel(
                         same = False
                         break
             if same and not silent:
-                _observe_kernel(pos, player, obs)
+                observe_kernel(pos, player, obs)
                 for w in range(OBS_WORDS):
                     if obs[w] != target[w]:
                         same = False
@@ -457,7 +457,7 @@ def _own_move_kernel(
             continue
         state[S_TESTED] += 1
         make_move(pos, own_move, undo)
-        _observe_kernel(pos, player, obs)
+        observe_kernel(pos, player, obs)
         same = True
         for w in range(OBS_WORDS):
             if obs[w] != target[w]:

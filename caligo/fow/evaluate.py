@@ -11,7 +11,7 @@ In centipawns, White minus Black (weights in `SimpleEvalConfig`)::
        + per_square * (|squares White sees| - |squares Black sees|)
 
 with the standard values 1, 3, 3, 5, 9 pawns, and the visible squares exactly as the players
-observe them (`observation._observe_kernel`: own pieces' squares plus every square a piece could
+observe them (`observation.observe_kernel`: own pieces' squares plus every square a piece could
 move to). The value is tanh(cp / 600), the transform ZS21 and Obscuro apply to Stockfish's
 centipawns (Zhang & Sandholm 2021, appendix D.1: tau = 6 pawns; Obscuro, appendix C.5), so the two
 evaluators share one scale.
@@ -38,8 +38,8 @@ import numpy as np
 from numba import njit
 
 from caligo.fow.bitboard import U0, popcount
-from caligo.fow.expand import _check_array, _terminal_kind
-from caligo.fow.observation import O_VISIBLE, OBS_WORDS, _observe_kernel
+from caligo.fow.expand import _check_array, terminal_kind
+from caligo.fow.observation import O_VISIBLE, OBS_WORDS, observe_kernel
 from caligo.fow.position import BLACK, KING, POS_WORDS, QUEEN, W_STM, WHITE, to_fen
 
 UNDECIDED = 0
@@ -88,11 +88,11 @@ class SimpleEvalConfig:
 def _decided(pos: np.ndarray, vis_white: np.uint64, vis_black: np.uint64) -> int:
     """Return UNDECIDED, WHITE_WINS, BLACK_WINS or DRAW for a position (uint64 (16,)).
 
-    vis_white, vis_black: the players' visible masks (`_observe_kernel` word 0).
+    vis_white, vis_black: the players' visible masks (`observe_kernel` word 0).
     """
     stm = int(pos[W_STM])
     stm_vis = vis_white if stm == WHITE else vis_black
-    kind = _terminal_kind(pos, stm_vis)
+    kind = terminal_kind(pos, stm_vis)
     if kind == 1:
         return WHITE_WINS if pos[6 + KING] == U0 else BLACK_WINS
     if stm_vis & pos[(1 - stm) * 6 + KING]:
@@ -106,9 +106,9 @@ def _decided(pos: np.ndarray, vis_white: np.uint64, vis_black: np.uint64) -> int
 def _visible_masks(pos: np.ndarray, obs: np.ndarray) -> tuple[np.uint64, np.uint64]:
     """Return White's and Black's visible masks of pos (uint64 (16,)); obs is scratch
     (uint64 (OBS_WORDS,))."""
-    _observe_kernel(pos, WHITE, obs)
+    observe_kernel(pos, WHITE, obs)
     vw = obs[O_VISIBLE]
-    _observe_kernel(pos, BLACK, obs)
+    observe_kernel(pos, BLACK, obs)
     return vw, obs[O_VISIBLE]
 
 

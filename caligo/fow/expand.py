@@ -8,7 +8,7 @@ from the rules:
 - the FoW moves of the side to move (`movegen.gen_moves`), each made on a copy of the parent
   (`position.make_move`) written as one row of a caller-owned 16-word position store;
 - for every child, a 64-bit key of what **White** observes and of what **Black** observes there
-  (the 16-word `observation._observe_kernel` output, hashed); the search folds these into its
+  (the 16-word `observation.observe_kernel` output, hashed); the search folds these into its
   observation-sequence (infoset) keys;
 - for every child, whether the game is over there and its value in White's view.
 
@@ -32,7 +32,7 @@ Buffers (capacity C >= the number of children, `MAX_MOVES` = 256 always suffices
     values    float64 (C,)    the terminal value in White's view (0 for a non-terminal child)
     count     int64  (1,)     the number of children (also when the buffers are too small)
 
-`_expand_kernel` never truncates: if the children do not fit it writes nothing past the
+`expand_kernel` never truncates: if the children do not fit it writes nothing past the
 capacity, returns `STATUS_TOO_SMALL` and reports the needed count. `expand_reference` is the
 slow pure-Python reference built from the public `caligo.fow` functions; the tests hold the
 kernel to it.
@@ -52,7 +52,7 @@ from caligo.fow.bitboard import U0
 from caligo.fow.errors import FowError
 from caligo.fow.game import Game, Termination
 from caligo.fow.movegen import MAX_MOVES, gen_moves, legal_moves
-from caligo.fow.observation import O_VISIBLE, OBS_WORDS, Observation, _observe_kernel, observe
+from caligo.fow.observation import O_VISIBLE, OBS_WORDS, Observation, observe, observe_kernel
 from caligo.fow.position import (
     BLACK,
     KING,
@@ -92,7 +92,7 @@ class ExpandError(FowError, CaligoError):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _obs_hash(obs: np.ndarray) -> np.uint64:
+def obs_hash(obs: np.ndarray) -> np.uint64:
     """Return the 64-bit key of an observation array (uint64 (OBS_WORDS,)).
 
     A chain of the splitmix64 finalizer (a bijection) over the 16 words: two different
@@ -105,7 +105,7 @@ def _obs_hash(obs: np.ndarray) -> np.uint64:
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _terminal_kind(pos: np.ndarray, stm_visible: np.uint64) -> int:
+def terminal_kind(pos: np.ndarray, stm_visible: np.uint64) -> int:
     """Return the `Terminal` kind of a position given the side to move's visible mask.
 
     pos uint64 (16,). The side to move has no FoW move at all exactly when it sees no square
@@ -121,7 +121,7 @@ def _terminal_kind(pos: np.ndarray, stm_visible: np.uint64) -> int:
 
 
 @njit(cache=True, nogil=True)
-def _expand_kernel(
+def expand_kernel(
     parent: np.ndarray,
     children: np.ndarray,
     moves: np.ndarray,
@@ -156,14 +156,14 @@ def _expand_kernel(
             child[w] = parent[w]
         make_move(child, moves[i], undo)
         stm = int(child[W_STM])
-        _observe_kernel(child, WHITE, obs)
-        obs_keys[i, 0] = _obs_hash(obs)
+        observe_kernel(child, WHITE, obs)
+        obs_keys[i, 0] = obs_hash(obs)
         stm_vis = obs[O_VISIBLE]
-        _observe_kernel(child, BLACK, obs)
-        obs_keys[i, 1] = _obs_hash(obs)
+        observe_kernel(child, BLACK, obs)
+        obs_keys[i, 1] = obs_hash(obs)
         if stm == BLACK:
             stm_vis = obs[O_VISIBLE]
-        kind = _terminal_kind(child, stm_vis)
+        kind = terminal_kind(child, stm_vis)
         terminal[i] = kind
         if kind == 1:
             values[i] = 1.0 if child[6 + KING] == U0 else -1.0
@@ -181,8 +181,8 @@ def _observation_keys_kernel(positions: np.ndarray, n: int, out: np.ndarray) -> 
     obs = np.empty(OBS_WORDS, dtype=np.uint64)
     for i in range(n):
         for p in range(2):
-            _observe_kernel(positions[i], p, obs)
-            out[i, p] = _obs_hash(obs)
+            observe_kernel(positions[i], p, obs)
+            out[i, p] = obs_hash(obs)
     return 0
 
 
@@ -271,7 +271,7 @@ def expand(parent: np.ndarray, out: ExpandBuffers) -> int:
     _check_position(parent)
     out.validate()
     status = int(
-        _expand_kernel(
+        expand_kernel(
             parent, out.children, out.moves, out.obs_keys, out.terminal, out.values, out.count
         )
     )
@@ -303,7 +303,7 @@ def observation_keys(positions: np.ndarray, out: np.ndarray | None = None) -> np
 
 def observation_key(obs: Observation) -> int:
     """Return the key `expand` gives this observation (from the boundary value)."""
-    return int(_obs_hash(obs.to_array()))
+    return int(obs_hash(obs.to_array()))
 
 
 # --- pure-Python reference -------------------------------------------------------------------

@@ -31,7 +31,7 @@ are the referee's business), no "a piece was captured" flag. What a player can *
 their own sequence of observations (which of their pieces was captured, where) is derived by
 `caligo.fow.view`, never handed over.
 
-`observe(pos, player)` is the public entry point; `_observe_kernel` is the numba kernel the belief
+`observe(pos, player)` is the public entry point; `observe_kernel` is the numba kernel the belief
 update calls; `observe_reference` is the slow python-chess reference the tests check it against.
 """
 
@@ -104,7 +104,7 @@ class ObservationError(FowError):
 
 
 @njit(cache=True, nogil=True)
-def _observe_kernel(pos: np.ndarray, player: int, out: np.ndarray) -> int:
+def observe_kernel(pos: np.ndarray, player: int, out: np.ndarray) -> int:
     """Write `player`'s observation of `pos` into `out`; return 0.
 
     pos: uint64 (16,) position (layout in `caligo.fow.position`).
@@ -395,7 +395,7 @@ def observe_array(pos: PositionLike, player: ColorLike) -> np.ndarray:
     """
     arr = position_array(pos)
     out = np.empty(OBS_WORDS, dtype=np.uint64)
-    _observe_kernel(arr, int(color(player)), out)
+    observe_kernel(arr, int(color(player)), out)
     return out
 
 

@@ -58,6 +58,11 @@ Root weights. `SearchConfig.root_floor` eps: the gadget opponent's root weights 
 root keeps at least eps alpha(J) >= eps / (2m) of weight: a loss under any root costs the
 searcher at least that share of it.
 
+The stages are published for other builders on the arena (ZS21's `make_subgame` calls them):
+`played_profile` and `profile` (step 1), `knowledge_set` and `under_kernel` (step 2),
+`opp_values` (step 3), `Group`, `sample_outside`, `evaluate_until` and `add_sampled` (step 4),
+`materialize` (steps 5-6), `init_weights`.
+
 Status codes: OK = 0, FULL = 1, MISMATCH = 2.
 """
 
@@ -206,7 +211,7 @@ def _profile_kernel(
 
 
 @njit(cache=True, nogil=True)
-def _under_kernel(parent: np.ndarray, n: int, n_roots: int, in_k: np.ndarray,
+def under_kernel(parent: np.ndarray, n: int, n_roots: int, in_k: np.ndarray,
                   under: np.ndarray) -> int:
     """under[h] = some strict ancestor of h is in K (parents precede children)."""
     for h in range(n):
@@ -432,7 +437,7 @@ class BuildInfo:
 
 
 @dataclass
-class _Group:
+class Group:
     """One root infoset J of the new subgame: carried roots and/or new (sampled) roots."""
 
     key: int  # ▼'s key of J
@@ -560,8 +565,11 @@ def profile(arena: Arena, strat: np.ndarray) -> Profile:
     return Profile(strat, alive, c, x, y, sign * v)
 
 
-def _opp_values(arena: Arena, prof: Profile, best_response: bool,
+def opp_values(arena: Arena, prof: Profile, best_response: bool,
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The opponent's sequence values, infoset values and reach under `prof` (or against
+    its best response when `best_response`), and that best response: the alternate values
+    and gifts of step 3 (module docstring)."""
     ns, ni = arena.n_slots, arena.n_infosets
     seqv = np.zeros(ns)
     infv = np.zeros(ni)
@@ -623,7 +631,7 @@ def build_kluss(
     # I^k: the roots outside it start the order-2 region (k = 1: I itself)
     inner = is_i if k == 1 else knowledge_set(nd.key[:n], alive & ~capped, is_i, k - 1)
     under = np.zeros(n, dtype=np.bool_)
-    _under_kernel(nd.parent, n, old.n_roots, in_k, under)
+    under_kernel(nd.parent, n, old.n_roots, in_k, under)
     roots = np.flatnonzero(in_k & ~under).astype(np.int64)
     rkeys = nd.key[roots, opp]
     uniq, first_idx, inv = np.unique(rkeys, return_index=True, return_inverse=True)
@@ -642,7 +650,7 @@ def build_kluss(
 
     # 3. alternate values and gifts (searcher's utility)
     br_mode = config.alternate_values is AlternateValues.BEST_RESPONSE
-    seqv, infv, reach, br = _opp_values(old, Profile(strat, alive, c, x, y, v), br_mode)
+    seqv, infv, reach, br = opp_values(old, Profile(strat, alive, c, x, y, v), br_mode)
     v_alt_nodes = v
     if br_mode:
         v_alt_nodes = profile(old, br).v
@@ -679,14 +687,14 @@ def build_kluss(
         v_star = math.inf
 
     # assemble groups: carried J (kept), then sampled
-    groups: list[_Group] = []
+    groups: list[Group] = []
     kept_js = np.flatnonzero(keep_j)
     root_order = np.argsort(gj, kind="stable")
     roots_sorted = roots[root_order]
     gj_sorted = gj[root_order]
     for j in kept_js.tolist():
         rs = roots_sorted[gj_sorted == j]
-        groups.append(_Group(
+        groups.append(Group(
             key=int(uniq[order[j]]), alt=float(alt[j]), gift=float(gifts[j]),
             sigma=float(sigma[j]), P=float(P[j]), old=rs, q_old=cx[rs] / D[j],
             in_i_old=inner[rs],
@@ -697,7 +705,7 @@ def build_kluss(
     need = min(belief.size(), config.min_roots) - carried_i
     sampled = 0
     if need > 0:
-        picks = _sample_outside(game, belief, nd, i_nodes, need, rng)
+        picks = sample_outside(game, belief, nd, i_nodes, need, rng)
         keep_n = 1 if carried_i == 0 else 0  # the searcher needs a root of its own
         true_mode = (config.root_infosets is RootInfosets.TRUE
                      and game.key_mode is KeyMode.CUMULATIVE)
@@ -708,13 +716,13 @@ def build_kluss(
         vals = evaluate_until(evaluator, picks, first, keep_n, pace)
         picks = picks[: vals.size]
         if picks.size:
-            used = _add_sampled(groups, picks, game, belief, evaluator, cur_key, config,
+            used = add_sampled(groups, picks, game, belief, evaluator, cur_key, config,
                                 v_star, searcher, nd, vals, deadline, pace, keep_n)
             picks = picks[:used]
         sampled = int(picks.size)
 
     # 5-6. the new arena
-    info = _materialize(old, new, groups, strat, game, config, searcher, util_scale,
+    info = materialize(old, new, groups, strat, game, config, searcher, util_scale,
                         carried_i, sampled, v_star, cur_key)
     # 7. roots in our infoset get their children (RootExpansion.INFOSET)
     if config.root_expansion is RootExpansion.INFOSET:
@@ -748,7 +756,7 @@ def expand_infoset_roots(arena: Arena, game: SearchGame, evaluator: Evaluator, c
     return int(todo.size)
 
 
-def _sample_outside(game: SearchGame, belief: Belief, nd: NodeArrays, i_nodes: np.ndarray,
+def sample_outside(game: SearchGame, belief: Belief, nd: NodeArrays, i_nodes: np.ndarray,
                     need: int, rng: np.random.Generator) -> np.ndarray:
     """`need` states drawn from the belief, none of them already a node of `i_nodes`."""
     exclude = game.state_key(nd.state[i_nodes].astype(np.int64)) if i_nodes.size else (
@@ -790,11 +798,11 @@ def evaluate_until(evaluator: Evaluator, states: np.ndarray, deadline: Deadline 
     return np.concatenate(out) if out else np.zeros(0, dtype=np.float64)
 
 
-def _add_sampled(groups: list[_Group], picks: np.ndarray, game: SearchGame, belief: Belief,
-                 evaluator: Evaluator, cur_key: int, config: SearchConfig, v_star: float,
-                 searcher: int, old_nd: NodeArrays, vals: np.ndarray | None = None,
-                 deadline: Deadline | None = None, pace: Pace | None = None,
-                 keep_min: int = 0) -> int:
+def add_sampled(groups: list[Group], picks: np.ndarray, game: SearchGame, belief: Belief,
+                evaluator: Evaluator, cur_key: int, config: SearchConfig, v_star: float,
+                searcher: int, old_nd: NodeArrays, vals: np.ndarray | None = None,
+                deadline: Deadline | None = None, pace: Pace | None = None,
+                keep_min: int = 0) -> int:
     """Sampled roots (Fig. 9 lines 9-14): new groups, or joining a carried J (TRUE mode).
     `vals`: the evaluator's values of `picks`, when the caller has them already.
 
@@ -826,7 +834,7 @@ def _add_sampled(groups: list[_Group], picks: np.ndarray, game: SearchGame, beli
         if others is None:
             salt = singleton_salt(int(skeys[i]))
             key = int(np.uint64(info.obs[i, opp]) ^ np.uint64(salt)) if cumulative else salt
-            grp = _Group(key=key, alt=min(sign * float(vals[i]), v_star), gift=0.0, sigma=1.0,
+            grp = Group(key=key, alt=min(sign * float(vals[i]), v_star), gift=0.0, sigma=1.0,
                          P=0.0, salt_opp=salt if cumulative else 0)
             _push(grp, s, int(info.player[i]), float(vals[i]), info.obs[i], 1.0, True)
             groups.append(grp)
@@ -852,7 +860,7 @@ def _add_sampled(groups: list[_Group], picks: np.ndarray, game: SearchGame, beli
         sv = np.where(sinfo.player == TERMINAL, sinfo.utility, sv)
         wts = np.asarray(belief.weights(states), dtype=np.float64)
         q = wts / wts.sum() if wts.sum() > 0 else np.full(states.size, 1.0 / states.size)
-        grp = _Group(key=key, alt=min(sign * float(np.dot(q, sv)), v_star), gift=0.0,
+        grp = Group(key=key, alt=min(sign * float(np.dot(q, sv)), v_star), gift=0.0,
                      sigma=1.0, P=0.0)
         for k, st in enumerate(states.tolist()):
             _push(grp, st, int(sinfo.player[k]), float(sv[k]), sinfo.obs[k], float(q[k]),
@@ -862,7 +870,7 @@ def _add_sampled(groups: list[_Group], picks: np.ndarray, game: SearchGame, beli
     return int(picks.size)
 
 
-def _push(grp: _Group, s: int, player: int, value: float, obs: np.ndarray, q: float,
+def _push(grp: Group, s: int, player: int, value: float, obs: np.ndarray, q: float,
           in_i: bool) -> None:
     grp.states.append(int(s))
     grp.players.append(player)
@@ -872,9 +880,9 @@ def _push(grp: _Group, s: int, player: int, value: float, obs: np.ndarray, q: fl
     grp.in_i_new.append(in_i)
 
 
-def _materialize(old: Arena, new: Arena, groups: list[_Group], strat: np.ndarray,
-                 game: SearchGame, config: SearchConfig, searcher: int, util_scale: float,
-                 carried_i: int, sampled: int, v_star: float, cur_key: int) -> BuildInfo:
+def materialize(old: Arena, new: Arena, groups: list[Group], strat: np.ndarray,
+                game: SearchGame, config: SearchConfig, searcher: int, util_scale: float,
+                carried_i: int, sampled: int, v_star: float, cur_key: int) -> BuildInfo:
     """Write the roots, the gadget and the compacted tree into `new`."""
     opp = 1 - searcher
     _reset(new, searcher, game.key_mode, config.gadget, util_scale)

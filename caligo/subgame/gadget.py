@@ -427,7 +427,7 @@ def _phantom_paths(tree: GameTree, under: np.ndarray, outside: Sequence[IntArray
     return keep
 
 
-def _subtree_signature(tree: GameTree, root: int) -> Hashable:
+def subtree_signature(tree: GameTree, root: int) -> Hashable:
     """Canonical form of the subtree at `root` up to renaming of infosets (transpositions)."""
     stack = [root]
     order = []
@@ -702,7 +702,7 @@ def make_subgame(
         seen: set[Hashable] = set()
         merged = []
         for kid in order:
-            sig = tuple(_subtree_signature(tree, h) for h in groups[kid])
+            sig = tuple(subtree_signature(tree, h) for h in groups[kid])
             if sig in seen:
                 continue
             seen.add(sig)

@@ -25,8 +25,8 @@ from caligo.fow.expand import (
     ExpandBuffers,
     ExpandError,
     Terminal,
-    _expand_kernel,
     expand,
+    expand_kernel,
     expand_reference,
     observation_key,
     observation_keys,
@@ -172,7 +172,7 @@ def test_too_small_buffers_report_the_count_and_write_nothing_past_them() -> Non
         big.children[:5], big.moves[:5], big.obs_keys[:5], big.terminal[:5], big.values[:5],
         big.count,
     )
-    status = _expand_kernel(
+    status = expand_kernel(
         pos, small.children, small.moves, small.obs_keys, small.terminal, small.values,
         small.count,
     )
@@ -189,7 +189,7 @@ def test_a_finished_parent_is_refused() -> None:
     pos = from_fen("8/8/8/8/8/8/8/4K3 b - - 0 1")  # black's king was captured
     buf = ExpandBuffers.allocate()
     assert (
-        _expand_kernel(
+        expand_kernel(
             pos, buf.children, buf.moves, buf.obs_keys, buf.terminal, buf.values, buf.count
         )
         == STATUS_PARENT_OVER
@@ -244,7 +244,7 @@ def test_bad_buffers_are_type_errors() -> None:
 def test_kernel_signature_keeps_bitboards_uint64() -> None:
     buf = ExpandBuffers.allocate()
     expand(from_fen(STARTING_FEN), buf)
-    sigs = [str(s) for s in _expand_kernel.signatures]
+    sigs = [str(s) for s in expand_kernel.signatures]
     assert any(s.startswith("(Array(uint64, 1, 'C'") and "Array(uint16" in s for s in sigs), sigs
 
 

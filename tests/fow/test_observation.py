@@ -19,10 +19,10 @@ from caligo.fow.observation import (
     OBS_WORDS,
     Observation,
     ObservationError,
-    _observe_kernel,
     fow_moves_reference,
     observe,
     observe_array,
+    observe_kernel,
     observe_reference,
     parse_dark_fen,
 )
@@ -197,7 +197,7 @@ def test_kernel_signature() -> None:
     from numba import types
 
     out = np.empty(OBS_WORDS, dtype=np.uint64)
-    _observe_kernel(from_fen(STARTING_FEN), WHITE, out)
-    for sig in _observe_kernel.signatures:
+    observe_kernel(from_fen(STARTING_FEN), WHITE, out)
+    for sig in observe_kernel.signatures:
         assert sig[0] == types.Array(types.uint64, 1, "C")
         assert sig[2] == types.Array(types.uint64, 1, "C")

@@ -28,7 +28,7 @@ into the empty arena `new`:
 5. Particles (lines 15-19): if |I'| < L and I' is not all of P, L - |I'| positions are drawn
    uniformly without replacement from P minus the trunk; each is a root in our infoset with a
    singleton opponent infoset (the opponent knows the node) and threshold min(û, ũ(h)).
-6. `construct._materialize` writes the roots and the gadget layer and copies the trunk below
+6. `construct.materialize` writes the roots and the gadget layer and copies the trunk below
    them (1-KLSS: `SubgameKind.KLSS` freezes the roots outside I'); then the roots get their
    q_h, which sum to sigma within J (the search's own gadget normalizes them to 1).
 
@@ -36,8 +36,8 @@ into the empty arena `new`:
 H(a) in bits of our next observation when the root is drawn uniformly from I', and the term of
 `Penalty` (module `config`).
 
-This module reuses `caligo.search.construct`'s private helpers (`_opp_values`, `_under_kernel`,
-`_Group`, `_materialize`): the arena layout is the search's, and copying it would fork it.
+This module reuses `caligo.search.construct`'s private helpers (`opp_values`, `under_kernel`,
+`Group`, `materialize`): the arena layout is the search's, and copying it would fork it.
 """
 
 from __future__ import annotations
@@ -100,13 +100,13 @@ class _TreeTranspositions:
         self.memo: dict[int, int] = {}
 
     def __call__(self, states: I64) -> np.ndarray:
-        from caligo.subgame.gadget import _subtree_signature
+        from caligo.subgame.gadget import subtree_signature
 
         out = np.empty(np.asarray(states).shape[0], dtype=np.uint64)
         for i, s in enumerate(np.asarray(states, dtype=np.int64).tolist()):
             k = self.memo.get(s)
             if k is None:
-                k = self.ids.setdefault(_subtree_signature(self.tree, s), len(self.ids))
+                k = self.ids.setdefault(subtree_signature(self.tree, s), len(self.ids))
                 self.memo[s] = k
             out[i] = k
         return out
@@ -215,7 +215,7 @@ def make_subgame(
     in_j = alive & np.isin(nd.key[:n, opp], jkeys)
     in_s = is_i | in_j
     under = np.zeros(n, dtype=np.bool_)
-    C._under_kernel(nd.parent, n, old.n_roots, in_s, under)
+    C.under_kernel(nd.parent, n, old.n_roots, in_s, under)
     roots = np.flatnonzero(in_s & ~under)
     rank = {int(k): j for j, k in enumerate(jkeys.tolist())}
     m0 = jkeys.size
@@ -233,7 +233,7 @@ def make_subgame(
     R = np.bincount(aj, weights=(cx * live)[all_j], minlength=m0)
 
     # alternate values and gifts from the opponent's best response to x̂ in Γ
-    seqv, infv, _, br = C._opp_values(old, C.Profile(strat, alive, c, x, y, v), True)
+    seqv, infv, _, br = C.opp_values(old, C.Profile(strat, alive, c, x, y, v), True)
     dec = alive & live & (nd.player[:n] == opp) & ((nd.flags[:n] & EXPANDED) != 0)
     reach = np.bincount(nd.infoset[:n][dec], weights=cx[dec], minlength=old.n_infosets)
     v_br = C.profile(old, br).v
@@ -284,11 +284,11 @@ def make_subgame(
     dropped = int(np.count_nonzero(keep & ~reached))
     keep &= reached
 
-    groups: list[C._Group] = []
+    groups: list[C.Group] = []
     q_all: list[np.ndarray] = []
     for j in np.flatnonzero(keep).tolist():
         rs = roots[rj == j]
-        groups.append(C._Group(
+        groups.append(C.Group(
             key=int(jkeys[j]), alt=float(alt[j]), gift=float(gifts[j]), sigma=float(sigma[j]),
             P=0.0, old=rs, q_old=cx[rs] / D[j], in_i_old=is_i[rs],
         ))  # fmt: skip
@@ -300,18 +300,18 @@ def make_subgame(
     need = min(config.particles, size) - kept_i
     particles = 0
     if need > 0:
-        picks = C._sample_outside(game, belief, nd, i_nodes, need, rng)
+        picks = C.sample_outside(game, belief, nd, i_nodes, need, rng)
         vals = C.evaluate_until(evaluator, picks, deadline, 1 if kept_i == 0 else 0, pace)
         picks = picks[: vals.size]
         particles = int(picks.size)
         if picks.size:  # singleton opponent infosets, threshold min(û, ũ(h)) (Fig. 9's too)
-            used = C._add_sampled(groups, picks, game, belief, evaluator, cur_key,
+            used = C.add_sampled(groups, picks, game, belief, evaluator, cur_key,
                                   search_config(config), u_hat, searcher, nd, vals)
             assert used == particles  # singleton groups: no evaluation, nothing left out
             q_all.extend(np.ones(1) for _ in range(particles))
 
     # 6. the new arena
-    build = C._materialize(old, new, groups, strat, game, search_config(config), searcher,
+    build = C.materialize(old, new, groups, strat, game, search_config(config), searcher,
                            util_scale, kept_i, particles, u_hat, cur_key)
     nr = new.n_roots
     new.nodes.chance_prob[:nr] = np.concatenate(q_all)
