@@ -38,11 +38,11 @@ from tests.clocks import Ticker
 CPU = time.process_time
 
 
-def _grown_trunk(expansions: int) -> ZS21Search:
-    """A ZS21 trunk after one decision of `expansions` leaf expansions (Black after 1. e4)."""
-    game = FowSearchGame()
-    search = ZS21Search(game, FowEvaluator(game, SimpleEvaluator()),
-                        ZS21Config(particles=16, max_nodes=400_000), 1)
+def _black_after_e4(game: FowSearchGame, evaluator: object
+                    ) -> tuple[ZS21Search, FowBelief, int]:
+    """A fresh ZS21 search for Black, Black's P and observation key after 1. e4."""
+    search = ZS21Search(game, evaluator, ZS21Config(particles=16, max_nodes=400_000),  # type: ignore[arg-type]
+                        1)
     search.start(0)
     belief = FowBelief(game, 1)
     truth = Game()
@@ -51,6 +51,13 @@ def _grown_trunk(expansions: int) -> ZS21Search:
     belief.update(obs, None)
     key = start_key(int(game.describe(np.array([0])).obs[0, 1]), KeyMode.INCREMENTAL)
     key = int(mix_key(np.uint64(key), np.int64(-1), np.uint64(observation_key(obs))))
+    return search, belief, key
+
+
+def _grown_trunk(expansions: int) -> ZS21Search:
+    """A ZS21 trunk after one decision of `expansions` leaf expansions (Black after 1. e4)."""
+    game = FowSearchGame()
+    search, belief, key = _black_after_e4(game, FowEvaluator(game, SimpleEvaluator()))
     search.decide(belief, key, np.random.default_rng(0),
                   ZS21Budget(seconds=None, expansions=expansions), 0)
     return search
@@ -110,22 +117,13 @@ class _TickingEvaluator:
 
 def test_zs21_expansion_batches_end_by_the_deadline() -> None:
     """ZS21's deepening with every position costing 1 ms (fake clock; the LPs cost nothing on
-    it): each batch is capped in children from the measured pace, so the decision ends by
-    the soft instant, not one batch of ~20 leaves x ~30 children past it (the late moves the
-    timing benchmark found at mt=0.1)."""
+    it): a batch's leaves are evaluated one at a time while the next fits at the measured
+    pace, so the decision ends by the soft instant, not one batch of ~20 leaves x ~30
+    children past it (the late moves the timing benchmark found at mt=0.1)."""
     clock = Ticker()
     game = FowSearchGame()
-    ev = _TickingEvaluator(FowEvaluator(game, SimpleEvaluator()), clock)
-    search = ZS21Search(game, ev, ZS21Config(particles=16, max_nodes=400_000),  # type: ignore[arg-type]
-                        1)
-    search.start(0)
-    belief = FowBelief(game, 1)
-    truth = Game()
-    truth.push_uci("e2e4")
-    obs = observe(truth.position, 1)
-    belief.update(obs, None)
-    key = start_key(int(game.describe(np.array([0])).obs[0, 1]), KeyMode.INCREMENTAL)
-    key = int(mix_key(np.uint64(key), np.int64(-1), np.uint64(observation_key(obs))))
+    search, belief, key = _black_after_e4(
+        game, _TickingEvaluator(FowEvaluator(game, SimpleEvaluator()), clock))
     for budget_s in (0.1, 0.3):
         clock.t = 0.0
         d = Deadline(budget_s, budget_s, clock)
