@@ -227,13 +227,38 @@ def _warm(host: Host, warm: str | None) -> None:
         agent.close()
 
 
+_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter (malloc.h)
+MMAP_THRESHOLD = 1 << 20
+"""A worker's allocations from this size up are mapped apart and go back to the system when
+freed (glibc otherwise raises the threshold as large blocks are freed, up to 32 MB, and a
+hosted game's belief buffers then stay in the heap after its update)."""
+
+
+def _libc() -> Any:
+    """glibc, or None (another C library: nothing to tune)."""
+    try:
+        import ctypes
+
+        lib = ctypes.CDLL("libc.so.6")
+        lib.mallopt  # noqa: B018 - glibc only
+        lib.malloc_trim  # noqa: B018
+        return lib
+    except (OSError, AttributeError):
+        return None
+
+
 def _process_main(conn: Any, index: int, init: str | None, warm: str | None,
                   max_hosted: int) -> None:
     """A worker process: its own process group (a kill takes its Stockfish processes along),
-    then one job at a time from the pipe until it is closed."""
+    then one job at a time from the pipe until it is closed. After each answer the freed heap
+    goes back to the system (`malloc_trim`): a worker hosts many games, and what one game's
+    move freed would otherwise count in the server's memory until the next."""
     with contextlib.suppress(OSError):
         os.setpgrp()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server stops its workers itself
+    libc = _libc()
+    if libc is not None:
+        libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
     _run_init(init)
     host = Host(index, max_hosted)
     try:
@@ -247,6 +272,8 @@ def _process_main(conn: Any, index: int, init: str | None, warm: str | None,
             if job is None:
                 break
             conn.send(host.handle(job))
+            if libc is not None:
+                libc.malloc_trim(0)  # after the answer: off the game's clock
     finally:
         host.close()
 
