@@ -742,13 +742,13 @@ class BeliefSet:
         code = resolve_move(self.positions(np.arange(1))[0], move)
         return self._update(code, obs)
 
-    def scratch(self, touch_rows: int | None = None) -> Scratch:
+    def scratch(self) -> Scratch:
         """The buffers of this set's next opponent-ply update, touched now (`Scratch`): the
-        whole hash table, and the first `touch_rows` rows (default: as many as P has)."""
+        whole hash table, and as many rows as P has."""
         row_cap, tsize = _buffer_sizes(len(self), self.config)
         rows = np.empty((row_cap, ROW_WORDS), dtype=np.uint64)
         hashes = np.empty(row_cap, dtype=np.uint64)
-        k = min(row_cap, len(self) if touch_rows is None else max(0, int(touch_rows)))
+        k = min(row_cap, len(self))
         rows[:k] = 0
         hashes[:k] = 0
         table = np.zeros((tsize, 2), dtype=np.uint64)
@@ -929,11 +929,13 @@ class Scratch:
     (`BeliefSet.scratch`): an update's first writes into fresh memory are page faults, its
     hash table's random ones the worst (a 100,000-row P's update spent 40 ms of a 30 ms
     belief stage on them on a 2-core machine). An agent makes the scratch after its own ply,
-    on the opponent's time. Used by one update; the table must be all zero."""
+    on the opponent's time. One update uses it (`used`); a second one given it allocates its
+    own (the table is no longer zero)."""
 
     rows: np.ndarray
     hashes: np.ndarray
     table: np.ndarray
+    used: bool = False
 
 
 class _Expansion:
@@ -973,8 +975,10 @@ class _Expansion:
         self.count_limit = config.count_factor * cap
         self.row_limit = 2 * cap + MAX_MOVES + BATCH
         row_cap, tsize = _buffer_sizes(self.n, config)
-        if (scratch is not None and scratch.rows.shape == (row_cap, ROW_WORDS)
+        if (scratch is not None and not scratch.used
+                and scratch.rows.shape == (row_cap, ROW_WORDS)
                 and scratch.table.shape == (tsize, 2)):
+            scratch.used = True
             self.out_rows, self.out_hash, self.table = scratch.rows, scratch.hashes, scratch.table
         else:
             self.out_rows = np.empty((row_cap, ROW_WORDS), dtype=np.uint64)

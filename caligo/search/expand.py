@@ -516,8 +516,12 @@ class Expander:
                     break
                 lo, hi = int(batch.ptr[k]), int(batch.ptr[k + 1])
                 t0 = deadline.now()
-                values[lo:hi] = self.evaluator.children(states[k : k + 1],
-                                                        batch_slice(batch, k, k + 1))
+                got = np.asarray(self.evaluator.children(states[k : k + 1],
+                                                         batch_slice(batch, k, k + 1)))
+                if got.shape != (hi - lo,):
+                    raise SearchError(f"evaluator returned {got.shape} values for "
+                                      f"{hi - lo} children")
+                values[lo:hi] = got
                 if pace is not None:
                     pace.record(deadline.now() - t0, 1)
                 k += 1

@@ -862,10 +862,10 @@ class GameHub:
             )
         why = self.engine_full()
         if why is not None:
-            raise ServerBusyError(f"the server is full: {why}; try again in a minute", "busy",
-                                  retry_after=ADMIT_RETRY_S)
+            raise ServerBusyError(f"the server is full: {why}; try again in {ADMIT_RETRY_S} "
+                                  "seconds", "busy", retry_after=ADMIT_RETRY_S)
         self.rates.take(client)
-        self._admitted.append(time.monotonic())
+        self._admitted.append(self.now())
         if request.color is ColorChoice.RANDOM:
             human = self._rng.randrange(2)
         else:
@@ -1000,7 +1000,7 @@ class GameHub:
                     f"{load.span_s:.0f} s")
         if load.max_wait_s >= ADMIT_WAIT_S:
             return f"an engine move waited {load.max_wait_s:.1f} s for a worker"
-        now = time.monotonic()
+        now = self.now()
         while self._admitted and self._admitted[0] < now - ADMIT_BURST_S:
             self._admitted.popleft()
         burst = self.config.games_per_worker * load.workers

@@ -142,3 +142,9 @@ def test_an_update_into_buffers_made_ahead_is_the_same_update() -> None:
     small, _ = _random_game_belief(10)
     other = parents.update_opponent_move(obs, scratch=small.scratch())
     assert np.array_equal(other.rows, full.rows)
+    # nor one an update has used already (its hash table is no longer empty)
+    once = parents.scratch()
+    parents.update_opponent_move(obs, scratch=once)
+    assert once.used
+    again = parents.update_opponent_move(obs, scratch=once)
+    assert np.array_equal(again.rows, full.rows) and again.size_seen == full.size_seen

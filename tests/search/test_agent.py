@@ -140,3 +140,26 @@ def test_decision_at_the_true_start_is_the_opening_search() -> None:
     later = nxt.act()
     assert later.search.gadget.value in ("maxmargin", "resolve")
     assert later.search.carried_nodes > 0 and later.search.sampled == 0
+
+
+def test_true_root_infosets_past_the_construction_deadline_keep_one_singleton_root() -> None:
+    """With RootInfosets.TRUE each sampled root brings its whole true opponent infoset, every
+    state of which is evaluated. Under a construction deadline that has already passed (a
+    fake clock), the build keeps only the root the searcher needs for a decision, with a
+    singleton infoset (as SINGLETON mode gives it), instead of evaluating infosets past the
+    deadline; without a deadline it builds the four roots of the test above."""
+    from caligo.limits import Deadline, Limits
+    from tests.clocks import Ticker
+
+    tree = load_game("kuhn_poker")
+    game = TreeGame(tree)
+    cfg = SearchConfig(budget=Iterations(20), expansion=Expansion.FULL,
+                       first_decision=FirstDecision.SAMPLED, root_infosets=RootInfosets.TRUE)
+    g = int(tree.infosets_of(1)[0])
+    for construct, roots, sampled in ((None, 4, 2), (Deadline(0.0, 0.0, Ticker(t=1.0)), 1, 1)):
+        agent = tree_agent(game, ZeroEvaluator(), cfg, 1)
+        agent.new_game(1, 0)
+        agent.observe(int(tree.infoset_kinfo[g]))
+        dec = agent.act(Limits(iterations=20), construct=construct)
+        assert (dec.search.roots, dec.search.sampled) == (roots, sampled)
+        assert abs(dec.play.sum() - 1.0) < 1e-12

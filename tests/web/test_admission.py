@@ -287,12 +287,15 @@ def test_busy_engines_make_the_server_full(make: Any, monkeypatch: pytest.Monkey
 
 def test_new_games_are_admitted_a_few_per_worker_at_a_time(
         make: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Their load shows only once they play: two per worker (one thread worker here) in 20 s."""
+    """Their load shows only once they play: two per worker (one thread worker here) in 20 s
+    (the hub's clock, a fake one here)."""
     s = make(agent=ENGINE, games_per_minute=0, games_per_client=0, engine_load=0.7,
              games_per_worker=2)
     _loaded(s, monkeypatch, busy=0.0, wait=0.0)
     assert [s.post(peer=f"10.0.1.{i}").status_code for i in range(3)] == [201, 201, 503]
     assert "2 games started in the last 20 s" in s.post().json()["error"]
+    s.clock.advance(20.5)  # their load would show now: the next ones may start
+    assert [s.post(peer=f"10.0.1.{i}").status_code for i in range(3, 6)] == [201, 201, 503]
 
 
 def test_an_engine_without_work_or_the_rule_off_is_never_refused_for_load(
