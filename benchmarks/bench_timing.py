@@ -21,7 +21,9 @@ would have):
   stockfish) at 100, 300 and 1000 ms under the same load, as the same ratios.
 
 A move that came too late (a time forfeit) counts in the ratios with the referee's time, and the
-agent's own account of it (its time split, the wall time of its `act`) is printed.
+agent's own account of it (its time split, the wall time of its `act`) is printed. A move the
+engine's watchdog answered (its work overdue at the plan's answer instant: an emergency move,
+`caligo.limits.Watchdog`) counts with its time, and the number of such moves is printed.
 
 Targets (the issue's): 0 time forfeits in at least 400 games, p99 ratio <= 1.10, max <= 1.5,
 cold first move <= 1.10, and the 1M-position update within its share. `--games-scale F`
@@ -153,7 +155,11 @@ def play_cell(engine: str, opponent: str, tc_text: str, games: int, seed: int,
                     "tc": tc_text, "ply": p.ply, "ms": round(p.elapsed_ms, 2), "given": given,
                     "ratio": None if not given else p.elapsed_ms / given,
                     "plan": info.get("plan"), "split": info.get("time_ms"),
+                    "overdue": bool(info.get("overdue")),
                     "belief": info.get("belief", info.get("belief_size"))})
+                if info.get("overdue"):
+                    print(f"  overdue move of {name} (answered by the watchdog): referee "
+                          f"{p.elapsed_ms:.0f} ms of {given} ms", flush=True)
             print(f"  {engine} vs {opponent} {tc_text} game {g + 1}/{games}: {end.result} "
                   f"{end.reason.value}, {session.ply} plies", flush=True)
     finally:
@@ -337,6 +343,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {name:8s} {tc:7s} {_summary(r)}")
     print(f"Stockfish movetime (reference): {_summary(sf)}")
     print(f"time forfeits by an engine: {dict(forfeits) or 0}")
+    overdue = Counter(q["engine"] for q in record.plies if q.get("overdue"))
+    print(f"moves answered by the watchdog (an emergency move, the work overdue): "
+          f"{dict(overdue) or 0} of {len(record.plies)} engine moves")
     reasons = Counter(g["reason"] for g in record.games)
     print(f"endings: {dict(reasons)}")
     cold_ratio = max(c["ratio"] for c in cold)

@@ -15,6 +15,12 @@ them; nothing converts them back and forth or stores them in a configuration.
 - `Pace(per)`: the measured seconds per unit of a work that cannot be stopped inside a call
   (an evaluator call on a batch of positions); the loop sizes each call with `units_by` so
   that the call ends by the soft instant. Polling between calls alone lets one call overrun.
+- `Watchdog.run_by(work, by, now)`: the last line of defence. Polling bounds every loop,
+  but a step that cannot be cut (a kernel call, a page fault storm, a stalled child process)
+  can still carry a move past its limit. `run_by` runs the move's work on the watchdog's
+  worker thread and returns its value, or, if the instant `by` comes first, an `Overdue`
+  handle at once: the caller answers with a fallback and `join`s the work later, off its
+  clock (Stockfish's main thread likewise stops waiting for its helpers when time is up).
 
 Like `caligo.errors`, this module sits outside the package layers: every layer may import it,
 and it imports nothing of Caligo but `caligo.errors`.
@@ -23,13 +29,18 @@ and it imports nothing of Caligo but `caligo.errors`.
 from __future__ import annotations
 
 import math
+import queue
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from caligo.errors import CaligoError
 
-__all__ = ["Deadline", "Limits", "LimitsError", "Pace"]
+__all__ = ["Deadline", "Limits", "LimitsError", "Overdue", "Pace", "Watchdog"]
+
+T = TypeVar("T")
 
 
 class LimitsError(CaligoError, ValueError):
@@ -160,3 +171,74 @@ class Limits:
     def passed(self) -> bool:
         """True once the deadline's hard instant has come (never for a count alone)."""
         return self.deadline is not None and self.deadline.passed()
+
+
+class Overdue(Generic[T]):
+    """Work that `Watchdog.run_by` left running past its instant. `join()` waits for it to
+    end and returns its value (or raises what it raised); `done` says whether it has ended."""
+
+    def __init__(self, box: dict[str, object], ended: threading.Event) -> None:
+        self._box = box
+        self._ended = ended
+
+    @property
+    def done(self) -> bool:
+        """True once the work has returned or raised."""
+        return self._ended.is_set()
+
+    def join(self) -> T:
+        """Wait for the work to end; its value, or the exception it raised."""
+        self._ended.wait()
+        if "error" in self._box:
+            raise self._box["error"]  # type: ignore[misc]
+        return self._box["value"]  # type: ignore[return-value]
+
+
+class Watchdog:
+    """One long-lived worker thread that runs a move's work while the caller watches the time
+    (module docstring). One thread for every move, so what binds itself to its calling thread
+    (a Stockfish process per thread, say) is bound once. Work is run one at a time: `join`
+    an `Overdue` handle before the next `run_by`."""
+
+    def __init__(self, name: str = "caligo-move") -> None:
+        self.name = name
+        self._jobs: queue.SimpleQueue[
+            tuple[Callable[[], object], dict[str, object], threading.Event] | None
+        ] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def _serve(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            work, box, ended = job
+            try:
+                box["value"] = work()
+            except BaseException as exc:  # handed to the caller (run_by or Overdue.join)
+                box["error"] = exc
+            finally:
+                ended.set()
+
+    def run_by(self, work: Callable[[], T], by: float,
+               now: Callable[[], float] = time.perf_counter) -> T | Overdue[T]:
+        """Run `work` on the worker thread; its value if it ends before the instant `by` (on
+        `now`'s scale), else an `Overdue` handle as soon as `by` has come. What `work` raises
+        before `by` is raised here."""
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._serve, name=self.name, daemon=True)
+            self._thread.start()
+        box: dict[str, object] = {}
+        ended = threading.Event()
+        self._jobs.put((work, box, ended))
+        out: Overdue[T] = Overdue(box, ended)
+        while not ended.wait(max(0.0, by - now())):
+            if now() >= by:
+                return out
+        return out.join()
+
+    def close(self) -> None:
+        """Let the worker thread end once its current work is done."""
+        if self._thread is not None:
+            self._jobs.put(None)
+            self._thread = None

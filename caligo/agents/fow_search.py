@@ -40,7 +40,7 @@ remap their state ids with its result (`compact_arena` does it for a search aren
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from numba import njit
@@ -73,6 +73,7 @@ __all__ = [
     "FowSearchError",
     "FowSearchGame",
     "compact_arena",
+    "emergency_move",
     "evaluator_factory",
 ]
 
@@ -86,6 +87,21 @@ _STATUS_OVER = -1  # a parent with a captured king was asked for children
 
 class FowSearchError(SearchError, CaligoError):
     """Bad input to the FoW search adapters (a state id, an observation, a position)."""
+
+
+def emergency_move(history: Sequence[tuple[int | None, Observation]], color: int,
+                   legal: Sequence[int], rng: np.random.Generator) -> int:
+    """A move with no search behind it (P lost, or a move's work overdue): capture a visible
+    king, else a uniformly drawn legal move. Reads only the last observation of `history`
+    (the agent's `(own move, observation)` transcript): safe beside a search still running."""
+    obs = history[-1][1] if history else None
+    move = int(legal[int(rng.integers(len(legal)))])
+    if obs is not None:
+        king = obs.pieces[(1 - color) * 6 + KING] & obs.visible
+        if king:
+            sq = king.bit_length() - 1
+            move = next((int(m) for m in legal if (int(m) >> 6) & 63 == sq), move)
+    return move
 
 
 # --- kernels ---------------------------------------------------------------------------------

@@ -59,7 +59,13 @@ import numpy as np
 
 from caligo.agents.base import AgentBase, Clock, Decision
 from caligo.agents.belief_map import BELIEF_MAP, BELIEF_MAP_PREV, belief_map
-from caligo.agents.fow_search import FowBelief, FowEvaluator, FowSearchGame, compact_arena
+from caligo.agents.fow_search import (
+    FowBelief,
+    FowEvaluator,
+    FowSearchGame,
+    compact_arena,
+    emergency_move,
+)
 from caligo.agents.options import EvalChoice, OptionReader
 from caligo.agents.resources import EngineResources
 from caligo.agents.timing import (
@@ -78,7 +84,7 @@ from caligo.fow.errors import FowError
 from caligo.fow.evaluate import LeafEvaluator, SimpleEvaluator
 from caligo.fow.expand import observation_key
 from caligo.fow.observation import Observation
-from caligo.fow.position import KING, move_to_uci
+from caligo.fow.position import move_to_uci
 from caligo.fow.stockfish import (
     StockfishConfig,
     StockfishEngine,
@@ -86,7 +92,7 @@ from caligo.fow.stockfish import (
     StockfishPool,
     find_stockfish,
 )
-from caligo.limits import Deadline, Limits
+from caligo.limits import Deadline, Limits, Overdue, Watchdog
 from caligo.search.agent import SearchAgent
 from caligo.search.config import (
     PRESETS,
@@ -459,6 +465,7 @@ class ObscuroAgent(AgentBase):
         self.config = config if config is not None else ObscuroConfig()
         self.timer = MoveTimer(self.config.time, self.config.budget, now=clock)
         self.resources = resources
+        self._watchdog = Watchdog("obscuro-move")
         self._leaf: LeafEvaluator | None = None
         self._pool: SlotPool | None = None
         self._game: FowSearchGame | None = None
@@ -511,6 +518,7 @@ class ObscuroAgent(AgentBase):
     def new_game(self, color: int, start_fen: str, time_control: TimeControl, seed: int) -> None:
         """Start a game: P = {start}, no tree, the evaluator ready, the arenas allocated and
         every kernel loaded (all of it before the referee's clock runs)."""
+        self._join_overdue()
         super().new_game(color, start_fen, time_control, seed)
         cfg = self.config
         leaf = self._evaluator()
@@ -542,6 +550,9 @@ class ObscuroAgent(AgentBase):
     def _reset_game(self, game_seed: int) -> None:
         """The per-game state: the game's generator, counters, and no pending repair."""
         self._rng = np.random.default_rng(game_seed)
+        self._late_rng = np.random.default_rng(game_seed ^ 0x5DEECE66D)
+        self._late = 0
+        self._overdue: Overdue[Decision] | None = None  # joined before any reset
         self._fallbacks = 0
         self._lost = False
         self._repairs = 0
@@ -568,6 +579,7 @@ class ObscuroAgent(AgentBase):
         """The opponent's ply starts our move (its P update is queued for `act`, inside the
         move's budget); after our own ply, a partial update is completed on the opponent's
         time, then P follows our move."""
+        self._join_overdue()  # an overdue move's work ends first (off the clock)
         super().observe(observation, own_move)
         assert self._search is not None and self._belief is not None and self._game is not None
         if own_move is None:
@@ -664,27 +676,51 @@ class ObscuroAgent(AgentBase):
     def force(self, move: int) -> None:
         """Play `move` at this turn instead of searching."""
         assert self._search is not None
+        self._join_overdue()
         self._search.force(int(move))
 
     def close(self) -> None:
-        """Stop the Stockfish processes."""
+        """Stop the Stockfish processes (after an overdue move's work has ended)."""
+        self._join_overdue()
+        self._watchdog.close()
         self._close_leaf()
 
     # --- deciding --------------------------------------------------------------------------
 
     def act(self, legal: Sequence[int], clock: Clock) -> Decision:
         """Decide within the move's plan: P's update, the subgame, the search, purification
-        (module docstring)."""
+        (module docstring). A timed move's work runs under the watchdog
+        (`caligo.limits.Watchdog`): if it is not done at the plan's answer instant, the agent
+        answers with its emergency move and the work ends on the opponent's time."""
         assert self._search is not None and self._belief is not None
         if not legal:
             raise ValueError("act needs at least one legal move")
+        self._join_overdue()
         plan = self.timer.plan(clock, len(legal), self._belief.size_hint())
+        by = plan.answer_by
+        if by is None:
+            return self._finish(plan, self._decide(plan, legal))
+        out = self._watchdog.run_by(lambda: self._decide(plan, legal), by, self.timer.now)
+        if isinstance(out, Overdue):
+            self._overdue = out
+            self._late += 1
+            move = emergency_move(self.history, self.color, legal, self._late_rng)
+            log.warning("obscuro: the move's work overran its answer instant (%.0f ms); "
+                        "playing %s", plan.answer_ms, move_to_uci(move))
+            return self._finish(plan, Decision(move, info={"overdue": True,
+                                                           "overdue_moves": self._late}),
+                                overdue=True)
+        return self._finish(plan, out)
+
+    def _decide(self, plan: MovePlan, legal: Sequence[int]) -> Decision:
+        """The move's work (on the watchdog's thread for a timed move)."""
+        assert self._search is not None and self._belief is not None
         t0 = time.perf_counter()
         self._settle_belief(plan)
         t_belief = time.perf_counter()
         self._belief_ms = 1000.0 * (t_belief - t0)
         if self._lost:
-            return self._finish(plan, self._without_belief(legal))
+            return self._without_belief(legal)
         # the belief's picture for the review, before the search: its cost (about 1 ms at
         # |P| = 10^6) comes out of the search's time, never past the move's deadline
         self._picture = belief_map(self._belief.set)
@@ -704,17 +740,37 @@ class ObscuroAgent(AgentBase):
             # a failing search must not lose the game: play a legal move, log it, and let the
             # next decision sample its roots afresh (the tree may not match the game any more)
             log.exception("obscuro: search failed; playing a fallback move")
-            return self._finish(plan, self._fallback(legal, exc))
+            return self._fallback(legal, exc)
         value = res.value if math.isfinite(res.value) else None
         policy = {int(a): float(p) for a, p in zip(res.actions.tolist(), play.tolist(),
                                                   strict=True) if p > 0.0}
         info = self._analysis(res, plan, warm_ms)
-        return self._finish(plan, Decision(int(move), policy=policy, value=value, info=info))
+        return Decision(int(move), policy=policy, value=value, info=info)
 
-    def _finish(self, plan: MovePlan, decision: Decision) -> Decision:
+    def _join_overdue(self) -> None:
+        """Let an overdue move's work end (off the clock: called after our own ply and before
+        anything touches P or the tree); its decision is dropped, the move played was the
+        emergency one (the tree follows the played move: `observe` names it)."""
+        out, self._overdue = self._overdue, None
+        if out is None:
+            return
+        try:
+            out.join()
+        except Exception:
+            log.exception("obscuro: an overdue move's work failed")
+        self._picture = None  # the overdue work's, of a move answered without it
+        self._map_ms = 0.0
+
+    def _finish(self, plan: MovePlan, decision: Decision, overdue: bool = False) -> Decision:
         """End the move: learn from its time, and add the time split and the belief's
-        pictures (`caligo.agents.belief_map`) to the analysis."""
+        pictures (`caligo.agents.belief_map`) to the analysis (not for an overdue move: its
+        work is still running)."""
         info = dict(decision.info)
+        if overdue:
+            total_ms = self.timer.finish(plan)
+            info["time_ms"] = {"total": round(total_ms, 1)}
+            info["plan"] = plan.to_info()
+            return replace(decision, info=info)
         if self._picture is not None:
             info[BELIEF_MAP] = self._picture
         if self._prev_map is not None:
@@ -759,14 +815,8 @@ class ObscuroAgent(AgentBase):
         return move, play / total
 
     def _without_belief(self, legal: Sequence[int]) -> Decision:
-        """P is lost: capture a visible king, else draw a legal move uniformly."""
-        obs = self.history[-1][1] if self.history else None
-        move = int(legal[int(self._rng.integers(len(legal)))])
-        if obs is not None:
-            king = obs.pieces[(1 - self.color) * 6 + KING] & obs.visible
-            if king:
-                sq = king.bit_length() - 1
-                move = next((int(m) for m in legal if (int(m) >> 6) & 63 == sq), move)
+        """P is lost: the emergency move."""
+        move = emergency_move(self.history, self.color, legal, self._rng)
         assert self._search is not None
         self._search.force(move)
         return Decision(move, info={"belief_lost": True, "repairs": self._repairs})

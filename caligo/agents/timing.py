@@ -38,7 +38,11 @@ Stages of a move share its time from the start: the belief update may use the fi
 construct_share` of it, and the search the rest (`MovePlan.stage`). The overhead is learned
 from what each move measures: how far past its soft instant the answer came out (thread
 joins, read-out, a loaded machine's stalls), as a decaying maximum (ZS21 learned this first;
-every engine now does).
+every engine now does). A stall that no poll can cut (about one move in a thousand on a loaded
+2-core machine: a kernel call that found no child, a first-use cache load) is answered by the
+watchdog instead: a timed move's work runs under `caligo.limits.Watchdog` and the answer is due
+at `MovePlan.answer_by`, half the policy's overhead before the move's limit; past it the
+engine plays its fallback move and finishes the work on the opponent's time.
 
 Python's own pauses are housekeeping too: a full collection of the cyclic garbage walks every
 object of the process (the evaluator's caches, the position store: 60 ms under load was seen
@@ -452,7 +456,9 @@ class MovePlan:
     (0 for a count without a deadline). overhead_ms: kept off both (latency plus the learned
     tail). deadline: soft = start + optimum - overhead, hard = start + maximum - overhead
     (None for a count without a referee deadline). forced: one legal move. kind: what the
-    budget came from (`TcKind`).
+    budget came from (`TcKind`). answer_ms: when a timed move's answer is due whatever its
+    work (`caligo.limits.Watchdog`'s instant): half the policy's overhead before the move's
+    limit, never before the hard instant; 0 for a count (deterministic work is not cut).
     """
 
     start: float
@@ -465,6 +471,12 @@ class MovePlan:
     kind: TcKind
     belief_share: float
     construct_share: float
+    answer_ms: float = 0.0
+
+    @property
+    def answer_by(self) -> float | None:
+        """The instant the answer is due whatever the work (None: no such instant)."""
+        return None if self.answer_ms <= 0.0 else self.start + self.answer_ms / 1000.0
 
     @property
     def limits(self) -> Limits:
@@ -608,13 +620,16 @@ class MoveTimer:
                 soft_ms = min(soft_ms, p.forced_ms)
         soft_ms = max(soft_ms, p.min_ms)
         hard_ms = max(hard_ms, soft_ms)
+        limit_ms = maximum
         if clock.deadline_ms is not None:  # the referee's limit, whatever the budget (last:
             # no floor may push a move past it)
             hard_ms = max(0.0, min(hard_ms, float(clock.deadline_ms) - overhead))
             soft_ms = min(soft_ms, hard_ms)
+            limit_ms = min(limit_ms, float(clock.deadline_ms))
+        answer_ms = max(hard_ms, limit_ms - p.overhead_ms / 2.0, 1.0)
         deadline = Deadline(start + soft_ms / 1000.0, start + hard_ms / 1000.0, self.now)
         plan = MovePlan(start, None, optimum, maximum, overhead, deadline, forced, kind,
-                        p.belief_share, p.construct_share)
+                        p.belief_share, p.construct_share, answer_ms)
         self.last = plan
         return plan
 

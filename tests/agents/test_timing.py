@@ -84,6 +84,30 @@ def test_clock_plans() -> None:
     assert soft == pytest.approx(1000 / 30 + 1500 - 30) and hard == pytest.approx(2170.0)
 
 
+def test_answer_instants() -> None:
+    """The watchdog's instant (`MovePlan.answer_ms`): half the policy's overhead before the
+    move's limit, never before the hard instant; none for an iteration count."""
+
+    def answer(policy: TimingPolicy, c: Clock, own: TimeControl = UNTIMED) -> float:
+        timer = MoveTimer(policy, own, now=Fake())
+        return timer.plan(c).answer_ms
+
+    # Obscuro at mt=1: 1000 - 20 / 2 = 990 (hard 980); at mt=0.1: 100 - 10 = 90 (hard 80)
+    assert answer(OBSCURO, Clock(TcKind.MOVETIME, movetime_ms=1000, deadline_ms=1000)) == 990.0
+    assert answer(OBSCURO, Clock(TcKind.MOVETIME, movetime_ms=100, deadline_ms=100)) == 90.0
+    # ZS21 (overhead 30): a referee deadline below the move time caps it: 1000 - 15
+    assert answer(ZS21, Clock(TcKind.MOVETIME, movetime_ms=5000, deadline_ms=1000)) == 985.0
+    # a clock: the plan's maximum (8091, see test_clock_plans) - 10
+    assert answer(OBSCURO, clock(180_000, 2000, 180_000)) == 8081.0
+    # an iteration count is deterministic work: no watchdog
+    fake = Fake()
+    plan = MoveTimer(OBSCURO, TimeControl.parse("iters=500"), now=fake).plan(
+        Clock(TcKind.MOVETIME, movetime_ms=300, deadline_ms=10_000))
+    assert plan.answer_ms == 0.0 and plan.answer_by is None
+    timed = MoveTimer(OBSCURO, now=fake).plan(Clock(TcKind.MOVETIME, movetime_ms=300))
+    assert timed.answer_by == pytest.approx(100.0 + 0.290)
+
+
 def test_plans_spend_less_on_forced_moves_and_known_positions() -> None:
     # one legal move: the optimum is forced_ms = 20, minus 20 of overhead, floored at 5 ms
     assert plan_ms(OBSCURO, clock(60_000), legal=1)[0] == 5.0

@@ -168,3 +168,74 @@ def test_an_expansion_stops_at_its_deadline() -> None:
     a.nodes.claim[rest] = 1
     one = ex.expand(rest, Deadline(0.0, 0.0, clock))
     assert one is not None and one.leaves.size == 1
+
+
+# --- the watchdog: `Watchdog.run_by` --------------------------------------------------------
+
+
+def test_run_by_returns_the_value_of_work_done_in_time() -> None:
+    """Work that ends before its instant: its value, as a plain call would give it."""
+    from caligo.limits import Watchdog
+
+    clock = Ticker(t=0.0)
+    assert Watchdog().run_by(lambda: 41 + 1, by=1e9, now=clock) == 42
+
+
+def test_run_by_answers_at_its_instant_and_the_work_ends_later() -> None:
+    """Work still running when the instant comes: an `Overdue` handle at once (the work is
+    held on an event, so nothing here depends on how fast the machine is); the work then ends
+    and `join` gives its value."""
+    import threading
+
+    from caligo.limits import Overdue, Watchdog
+
+    release = threading.Event()
+    clock = Ticker(t=5.0)
+
+    def work() -> str:
+        release.wait()
+        return "searched"
+
+    out = Watchdog().run_by(work, by=5.0, now=clock)  # the instant has come already
+    assert isinstance(out, Overdue)
+    assert not out.done
+    release.set()
+    assert out.join() == "searched"
+    assert out.done
+
+
+def test_run_by_hands_over_what_the_work_raised() -> None:
+    """An error before the instant is raised by `run_by`; after it, by `join`."""
+    import threading
+
+    from caligo.limits import Overdue, Watchdog
+
+    def fail() -> None:
+        raise KeyError("in the work")
+
+    with pytest.raises(KeyError, match="in the work"):
+        Watchdog().run_by(fail, by=1e9, now=Ticker())
+    release = threading.Event()
+
+    def late_fail() -> None:
+        release.wait()
+        raise KeyError("late")
+
+    out = Watchdog().run_by(late_fail, by=0.0, now=Ticker(t=1.0))
+    assert isinstance(out, Overdue)
+    release.set()
+    with pytest.raises(KeyError, match="late"):
+        out.join()
+
+
+def test_every_move_of_a_watchdog_runs_on_one_thread() -> None:
+    """What binds itself to its calling thread (a Stockfish process per thread) is bound
+    once: every job of a watchdog runs on its one worker thread, not the caller's."""
+    import threading
+
+    from caligo.limits import Watchdog
+
+    dog = Watchdog()
+    idents = {dog.run_by(threading.get_ident, by=1e9, now=Ticker()) for _ in range(5)}
+    assert len(idents) == 1 and threading.get_ident() not in idents
+    dog.close()

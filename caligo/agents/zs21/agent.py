@@ -37,11 +37,18 @@ import numpy as np
 
 from caligo.agents.base import AgentBase, Clock, Decision
 from caligo.agents.belief_map import BELIEF_MAP, BELIEF_MAP_PREV, belief_map
-from caligo.agents.fow_search import FowBelief, FowEvaluator, FowSearchGame, compact_arena
+from caligo.agents.fow_search import (
+    FowBelief,
+    FowEvaluator,
+    FowSearchGame,
+    compact_arena,
+    emergency_move,
+)
 from caligo.agents.options import EvalChoice, OptionError, OptionReader
 from caligo.agents.resources import EngineResources
 from caligo.agents.timing import (
     UNTIMED,
+    MovePlan,
     MoveTimer,
     TcKind,
     TimeControl,
@@ -56,7 +63,8 @@ from caligo.fow.belief import BeliefConfig
 from caligo.fow.evaluate import LeafEvaluator, SimpleEvaluator
 from caligo.fow.expand import observation_key
 from caligo.fow.observation import Observation
-from caligo.limits import Deadline
+from caligo.fow.position import move_to_uci
+from caligo.limits import Deadline, Overdue, Watchdog
 from caligo.search.construct import start_key
 from caligo.search.game import KeyMode
 from caligo.search.intern import mix_key
@@ -141,6 +149,10 @@ class ZS21Agent(AgentBase):
         self.last_info: dict[str, Any] = {}
         self.resources = resources
         self._prev_map: dict[str, Any] | None = None
+        self._watchdog = Watchdog("zs21-move")
+        self._overdue: Overdue[Decision] | None = None
+        self._late = 0
+        self._late_rng = np.random.default_rng(0)
         warm_up()  # once per process
 
     @classmethod
@@ -217,6 +229,7 @@ class ZS21Agent(AgentBase):
 
     def new_game(self, color: int, start_fen: str, time_control: TimeControl, seed: int) -> None:
         """Start a game: P = {start}, the trunk = the start node (Algorithm 15 lines 2-4)."""
+        self._join_overdue()
         super().new_game(color, start_fen, time_control, seed)
         self.timer.new_game(time_control)
         if self.game is None:
@@ -225,6 +238,8 @@ class ZS21Agent(AgentBase):
             self.game.reset(start_fen)
         game = self.game
         cfg = replace(self.config, seed=decision_seed(self.config.seed, int(seed)))
+        self._late_rng = np.random.default_rng(cfg.seed ^ 0x5DEECE66D)
+        self._late = 0
         leaf = self._leaf()
         if self.search is None or self.search.searcher != self.color:
             self.search = ZS21Search(game, FowEvaluator(game, leaf), cfg, self.color)
@@ -241,6 +256,7 @@ class ZS21Agent(AgentBase):
         """Update our observation-sequence key; the opponent's ply starts our move (its P
         update is queued for `act`); after our own ply a partial update is completed on the
         opponent's time, then P follows our move."""
+        self._join_overdue()  # an overdue move's work ends first (off the clock)
         super().observe(observation, own_move)
         assert self.belief is not None, "observe before new_game"
         if own_move is None:
@@ -265,10 +281,48 @@ class ZS21Agent(AgentBase):
         self.ply += 1
 
     def act(self, legal: Sequence[int], clock: Clock) -> Decision:
-        """Search within the move's plan and sample the move (module docstring)."""
+        """Search within the move's plan and sample the move (module docstring). A timed
+        move's work runs under the watchdog (`caligo.limits.Watchdog`): past the plan's answer
+        instant the agent plays its emergency move and the work ends on the opponent's time."""
+        assert self.belief is not None, "act before new_game"
+        if not legal:
+            raise ValueError("act needs at least one legal move")
+        self._join_overdue()
+        plan = self.timer.plan(clock, len(legal), self.belief.size_hint())
+        by = plan.answer_by
+        out = self._decide(plan, legal) if by is None else self._watchdog.run_by(
+            lambda: self._decide(plan, legal), by, self.timer.now)
+        if isinstance(out, Overdue):
+            self._overdue = out
+            self._late += 1
+            move = emergency_move(self.history, self.color, legal, self._late_rng)
+            log.warning("zs21: the move's work overran its answer instant (%.0f ms); "
+                        "playing %s", plan.answer_ms, move_to_uci(move))
+            out = Decision(move, info={"overdue": True, "overdue_moves": self._late,
+                                       "time_ms": {}})
+        total_ms = self.timer.finish(plan)
+        info = dict(out.info)
+        info["time_ms"] = {**info.get("time_ms", {}), "total": round(total_ms, 1)}
+        info["plan"] = plan.to_info()
+        if not info.get("overdue"):
+            self.last_info = info
+        return replace(out, info=info)
+
+    def _join_overdue(self) -> None:
+        """Let an overdue move's work end (off the clock: after our own ply, before anything
+        touches P or the trunk); its decision is dropped."""
+        out, self._overdue = self._overdue, None
+        if out is None:
+            return
+        try:
+            out.join()
+        except Exception:
+            log.exception("zs21: an overdue move's work failed")
+
+    def _decide(self, plan: MovePlan, legal: Sequence[int]) -> Decision:
+        """The move's work (on the watchdog's thread for a timed move)."""
         search, belief, game = self.search, self.belief, self.game
         assert search is not None and belief is not None and game is not None, "act before new_game"
-        plan = self.timer.plan(clock, len(legal), belief.size_hint())
         t0 = time.perf_counter()
         belief.settle(plan.belief_deadline, spread=plan.iterations is None)
         belief_ms = 1000.0 * (time.perf_counter() - t0)
@@ -304,7 +358,6 @@ class ZS21Agent(AgentBase):
             value = float(min(max(value, -1.0), 1.0))
         if game.size > 4 * search.arena.n_nodes + 200_000:
             compact_arena(game, search.arena)  # the store only needs the trunk's positions
-        total_ms = self.timer.finish(plan)
         info = {
             "belief_size": belief.size(), "belief_exact": belief.exact,
             "belief_mb": round(belief.nbytes / 1e6, 3),
@@ -324,18 +377,18 @@ class ZS21Agent(AgentBase):
                 "construct": round(1000 * res.construct_seconds, 1),
                 "search": round(1000 * (res.lp_seconds + res.expand_seconds), 1),
                 "belief_map": round(map_ms, 2),
-                "total": round(total_ms, 1),
             },
-            "plan": plan.to_info(),
             **pictures,
         }
         if belief.cut:
             info["belief_cut"] = belief.cut
-        self.last_info = info
         return Decision(move, policy=policy, value=value, info=info)
 
     def close(self) -> None:
-        """Stop the Stockfish processes, if any (a worker's shared pool stays)."""
+        """Stop the Stockfish processes, if any (a worker's shared pool stays), after an
+        overdue move's work has ended."""
+        self._join_overdue()
+        self._watchdog.close()
         if self.leaf is not None:
             if self.resources is None:
                 self.leaf.close()
