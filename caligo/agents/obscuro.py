@@ -34,10 +34,11 @@ or plays a uniformly drawn legal move) rather than crashing.
 
 Stockfish processes: the search starts fresh expander threads at every move, and
 `StockfishPool` binds an engine to a thread, so a plain pool would start new processes every
-move. `SlotPool` binds engines to expander *slots* instead (slot i of every search reuses the
-same process), and the calling thread to one more engine. The processes are started once per
-agent (its first game) and get `ucinewgame` at every later one, so a game's scores are those
-of fresh processes and a game starts without starting a process.
+move. `SlotPool` (`caligo.fow.stockfish`) binds engines to expander *slots* instead (slot i of
+every search reuses the same process), and the calling thread to one more engine. The
+processes are started once per agent (its first game) and get `ucinewgame` at every later
+one, so a game's scores are those of fresh processes and a game starts without starting a
+process.
 
 Options (`obscuro:key=value,...`, `ObscuroConfig.from_options`): see `OPTIONS_HELP`.
 """
@@ -48,7 +49,6 @@ import functools
 import itertools
 import logging
 import math
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -86,8 +86,8 @@ from caligo.fow.expand import observation_key
 from caligo.fow.observation import Observation
 from caligo.fow.position import move_to_uci
 from caligo.fow.stockfish import (
+    SlotPool,
     StockfishConfig,
-    StockfishEngine,
     StockfishError,
     StockfishPool,
     find_stockfish,
@@ -191,53 +191,6 @@ def parse_budget(text: str) -> TimeControl:
 
 
 # --- Stockfish engines bound to expander slots -----------------------------------------------
-
-
-class SlotPool(StockfishPool):
-    """A `StockfishPool` whose engines belong to expander slots, not threads (module docstring).
-
-    `bind(slot)` makes the calling thread use slot `slot`'s engine; unbound threads use slot
-    0's: the agent calls from one thread at a time outside the search (the subgame's roots,
-    a deterministic search's leaves) and never while an expander runs, so one process serves
-    both (a process is ~120 MB). Caches and counters are the pool's.
-    """
-
-    def __init__(self, config: StockfishConfig | None = None) -> None:
-        super().__init__(config)
-        self._slots: dict[int, StockfishEngine] = {}
-        self._slot_lock = threading.Lock()
-        self._bound = threading.local()
-
-    def start(self, slots: int) -> None:
-        """Start the engines of slots 0 .. slots-1 now (off the clock: a process takes about
-        0.1 s to start)."""
-        bound = getattr(self._bound, "slot", None)
-        try:
-            for slot in range(max(1, slots)):
-                self._bound.slot = slot
-                self.engine()
-        finally:
-            self._bound.slot = -1 if bound is None else bound
-
-    def bind(self, slot: int) -> None:
-        """Use slot `slot`'s engine on the calling thread from now on."""
-        self._bound.slot = int(slot)
-
-    def engine(self) -> StockfishEngine:
-        """The engine of the calling thread's slot (slot 0's when unbound), started on first
-        use."""
-        slot = max(0, int(getattr(self._bound, "slot", -1)))
-        with self._slot_lock:
-            eng = self._slots.get(slot)
-            if eng is not None and not eng.closed:
-                return eng
-            if self._closed:
-                raise StockfishError("the Stockfish pool was closed")
-            eng = StockfishEngine(self.path, self.config)
-            self._slots[slot] = eng
-            with self._lock:
-                self._engines.append(eng)
-        return eng
 
 
 def _started(pool: SlotPool, slots: int) -> SlotPool:

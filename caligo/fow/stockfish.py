@@ -838,10 +838,61 @@ def _check_leaf(parent: np.ndarray, children: np.ndarray, moves: np.ndarray) -> 
     return n
 
 
+class SlotPool(StockfishPool):
+    """A `StockfishPool` whose engines belong to slots, not threads.
+
+    A search starts fresh expander threads at every move; a plain pool would start new
+    processes every move. `bind(slot)` makes the calling thread use slot `slot`'s engine
+    (slot i of every search's expanders reuses one process); unbound threads use slot 0's: an
+    agent calls from one thread at a time outside its search (the subgame's roots, a
+    deterministic search's leaves, a move's work on its watchdog thread) and never while an
+    expander runs, so one process serves them all (a process is ~120 MB). Caches and counters
+    are the pool's.
+    """
+
+    def __init__(self, config: StockfishConfig | None = None) -> None:
+        super().__init__(config)
+        self._slots: dict[int, StockfishEngine] = {}
+        self._slot_lock = threading.Lock()
+        self._bound = threading.local()
+
+    def start(self, slots: int) -> None:
+        """Start the engines of slots 0 .. slots-1 now (off the clock: a process takes about
+        0.1 s to start)."""
+        bound = getattr(self._bound, "slot", None)
+        try:
+            for slot in range(max(1, slots)):
+                self._bound.slot = slot
+                self.engine()
+        finally:
+            self._bound.slot = -1 if bound is None else bound
+
+    def bind(self, slot: int) -> None:
+        """Use slot `slot`'s engine on the calling thread from now on."""
+        self._bound.slot = int(slot)
+
+    def engine(self) -> StockfishEngine:
+        """The engine of the calling thread's slot (slot 0's when unbound), started on first
+        use."""
+        slot = max(0, int(getattr(self._bound, "slot", -1)))
+        with self._slot_lock:
+            eng = self._slots.get(slot)
+            if eng is not None and not eng.closed:
+                return eng
+            if self._closed:
+                raise StockfishError("the Stockfish pool was closed")
+            eng = StockfishEngine(self.path, self.config)
+            self._slots[slot] = eng
+            with self._lock:
+                self._engines.append(eng)
+        return eng
+
+
 __all__ = [
     "DEBIAN_DIR",
     "Answer",
     "PoolStats",
+    "SlotPool",
     "StockfishConfig",
     "StockfishEngine",
     "StockfishError",

@@ -2,7 +2,7 @@
 
 Per game: a `FowSearchGame` (the position store), a `FowBelief` (the exact set P, memory cap
 `BeliefConfig.max_positions`), a `ZS21Search` (the trunk) and a leaf evaluator (Stockfish depth 1
-through `StockfishPool`, tanh(cp / 600), Zhang & Sandholm 2021, appendix D.1; or the built-in
+through `SlotPool`, tanh(cp / 600), Zhang & Sandholm 2021, appendix D.1; or the built-in
 `SimpleEvaluator`). Per ply, `observe` updates P (exact; not counted in the move's time, as in
 Obscuro, appendix D footnote 20) and our observation-sequence key. Per move, `act` turns the
 referee's clock into a budget, runs one `ZS21Search.decide` (subgame from the previous trunk plus
@@ -200,16 +200,17 @@ class ZS21Agent(AgentBase):
             choice = self.evaluator_choice
             if choice is not EvaluatorChoice.SIMPLE:
                 from caligo.fow.stockfish import (
+                    SlotPool,
                     StockfishConfig,
                     StockfishNotFoundError,
-                    StockfishPool,
                     find_stockfish,
                 )
 
                 path = self.stockfish_path
 
-                def pool() -> StockfishPool:
-                    return StockfishPool(StockfishConfig(path=path))
+                def pool() -> SlotPool:  # one process, whichever thread asks (the move's
+                    # work runs on the watchdog's thread, the game's set-up on the caller's)
+                    return SlotPool(StockfishConfig(path=path))
 
                 try:
                     find_stockfish(path)
