@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import math
 import queue
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -180,6 +182,10 @@ class Overdue(Generic[T]):
     def __init__(self, box: dict[str, object], ended: threading.Event) -> None:
         self._box = box
         self._ended = ended
+        self.late_s = 0.0
+        """How long after the instant the caller got control back (the worker held the GIL)."""
+        self.where = ""
+        """The worker's innermost frames when the caller got control back (for the log)."""
 
     @property
     def done(self) -> bool:
@@ -233,7 +239,15 @@ class Watchdog:
         self._jobs.put((work, box, ended))
         out: Overdue[T] = Overdue(box, ended)
         while not ended.wait(max(0.0, by - now())):
-            if now() >= by:
+            t = now()
+            if t >= by:
+                out.late_s = t - by
+                thread = self._thread
+                frame = sys._current_frames().get(thread.ident or -1) if thread else None
+                if frame is not None:
+                    out.where = " <- ".join(
+                        f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno} {f.name}"
+                        for f in reversed(traceback.extract_stack(frame)[-4:]))
                 return out
         return out.join()
 

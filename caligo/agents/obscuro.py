@@ -25,7 +25,9 @@ share (`belief_share`; cut short, P is the children of an evenly spread part of 
 completed after our move on the opponent's time, or reported as a subsample), the sampled
 roots' evaluation up to the construction's share, then the search to the soft instant, never
 past the hard one. Each move's analysis says how the time was split (`time_ms`) and what was
-planned (`plan`).
+planned (`plan`). The move's work runs on the agent's watchdog thread (`caligo.limits.Watchdog`):
+a stall that no poll can cut is answered at the plan's answer instant with the emergency move
+(`overdue` in the analysis), and the work ends on the opponent's time.
 
 P's memory cap: when the capped subsample loses every position consistent with an
 observation, the observations since the last exact P are replayed with fresh sampling salts;
@@ -658,8 +660,9 @@ class ObscuroAgent(AgentBase):
             self._overdue = out
             self._late += 1
             move = emergency_move(self.history, self.color, legal, self._late_rng)
-            log.warning("obscuro: the move's work overran its answer instant (%.0f ms); "
-                        "playing %s", plan.answer_ms, move_to_uci(move))
+            log.warning("obscuro: the move's work overran its answer instant (%.0f ms, control "
+                        "back %.0f ms after it, the work at %s); playing %s", plan.answer_ms,
+                        1000.0 * out.late_s, out.where or "?", move_to_uci(move))
             return self._finish(plan, Decision(move, info={"overdue": True,
                                                            "overdue_moves": self._late}),
                                 overdue=True)

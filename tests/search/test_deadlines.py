@@ -183,22 +183,28 @@ def test_run_by_returns_the_value_of_work_done_in_time() -> None:
 
 def test_run_by_answers_at_its_instant_and_the_work_ends_later() -> None:
     """Work still running when the instant comes: an `Overdue` handle at once (the work is
-    held on an event, so nothing here depends on how fast the machine is); the work then ends
-    and `join` gives its value."""
+    held on an event, and the clock reaches the instant once the work has started, so nothing
+    here depends on how fast the machine is); the handle says where the work was; the work
+    then ends and `join` gives its value."""
     import threading
 
     from caligo.limits import Overdue, Watchdog
 
     release = threading.Event()
-    clock = Ticker(t=5.0)
+    entered = threading.Event()
 
     def work() -> str:
+        entered.set()
         release.wait()
         return "searched"
 
-    out = Watchdog().run_by(work, by=5.0, now=clock)  # the instant has come already
+    def clock() -> float:  # the instant (5.0) comes once the work is under way
+        return 5.0 if entered.wait(60.0) else 4.0
+
+    out = Watchdog().run_by(work, by=5.0, now=clock)
     assert isinstance(out, Overdue)
     assert not out.done
+    assert "work" in out.where and out.late_s >= 0.0  # where the worker was, for the log
     release.set()
     assert out.join() == "searched"
     assert out.done

@@ -15,7 +15,9 @@ observed; the referee's clock becomes the move's plan (R / 30 + 0.75 I for a clo
 the P update of the opponent's ply runs in its share of it, the particles' evaluation up to
 the construction's share, the deepening loop to the soft instant and HiGHS never past the hard
 one. The overhead past the plan (the final LP, a loaded machine's stalls) is learned by the
-`MoveTimer`, as every engine's is.
+`MoveTimer`, as every engine's is; a timed move's work runs on the agent's watchdog thread
+(`caligo.limits.Watchdog`), and a stall past the plan's answer instant is answered with the
+emergency move while the work ends on the opponent's time.
 
 Registered as `zs21` (options: budget=mt=1|iters=N|none (the agent's own budget: an iteration
 count replaces the referee's, a move time is used inside the game clock), evaluator=auto|
@@ -297,8 +299,9 @@ class ZS21Agent(AgentBase):
             self._overdue = out
             self._late += 1
             move = emergency_move(self.history, self.color, legal, self._late_rng)
-            log.warning("zs21: the move's work overran its answer instant (%.0f ms); "
-                        "playing %s", plan.answer_ms, move_to_uci(move))
+            log.warning("zs21: the move's work overran its answer instant (%.0f ms, control "
+                        "back %.0f ms after it, the work at %s); playing %s", plan.answer_ms,
+                        1000.0 * out.late_s, out.where or "?", move_to_uci(move))
             out = Decision(move, info={"overdue": True, "overdue_moves": self._late,
                                        "time_ms": {}})
         total_ms = self.timer.finish(plan)
