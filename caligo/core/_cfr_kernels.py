@@ -15,21 +15,39 @@ Status codes: 0 ok.
 
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 from numba import njit
 
 from caligo.core.game import CHANCE
+from caligo.core.regret import REGRET_DISCOUNTED, REGRET_PLUS, REGRET_SUM, regret_step
 
 OK = 0
 
-# Regret update modes, mirrored by `caligo.core.cfr.RegretUpdate`.
-REGRET_SUM = 0
-REGRET_PLUS = 1
-REGRET_DISCOUNTED = 2
+# Regret update modes (`caligo.core.regret`), mirrored by `caligo.core.cfr.RegretUpdate`.
+__all__ = ["OK", "REGRET_DISCOUNTED", "REGRET_PLUS", "REGRET_SUM", "RunRule", "SolverArrays",
+           "TreeArrays"]
 
 # Traversals, mirrored by `caligo.core.cfr.Traversal`.
 TRAVERSE_SEQUENCE_FORM = 0
 TRAVERSE_TREE = 1
+
+RunRule = collections.namedtuple(
+    "RunRule", "traversal alternating mode alpha beta avg_power predictive")
+"""A run's rule: traversal (TRAVERSE_*), alternating (bool), mode (REGRET_*), alpha, beta
+(DCFR's discounts), avg_power (the average's weight t**avg_power), predictive (bool)."""
+
+TreeArrays = collections.namedtuple(
+    "TreeArrays",
+    "inodes player first_child num_children node_offset chance_prob chance_reach utility "
+    "term_seq term_coef player_infosets player_ptr offset num_actions first_seq parent_seq")
+"""The tree's arrays the kernels read (`caligo.core.cfr`'s per-tree arrays)."""
+
+SolverArrays = collections.namedtuple(
+    "SolverArrays", "strategy regrets avg inst reach value plans seq_value")
+"""A solver's state (strategy, regrets, avg, inst: float64[num_slots]) and scratch (reach,
+value: float64[num_nodes]; plans: float64[2, max num_sequences]; seq_value)."""
 
 
 @njit(cache=True, nogil=True)
@@ -242,29 +260,7 @@ def _update_kernel(
             x = xp * strategy[o + a]
             plan[s0 + a] = x
             avg[o + a] += w * x
-        total = 0.0
-        for a in range(n):
-            r = regrets[o + a] + inst[o + a] if fold else regrets[o + a]
-            if mode == REGRET_PLUS:
-                if r < 0.0:
-                    r = 0.0
-            elif mode == REGRET_DISCOUNTED:
-                if r >= 0.0:
-                    r *= pos_scale
-                else:
-                    r *= neg_scale
-            regrets[o + a] = r
-            q = r + inst[o + a] if predictive else r
-            if q > 0.0:
-                total += q
-        if total > 0.0:
-            for a in range(n):
-                q = regrets[o + a] + inst[o + a] if predictive else regrets[o + a]
-                strategy[o + a] = q / total if q > 0.0 else 0.0
-        else:
-            u = 1.0 / n
-            for a in range(n):
-                strategy[o + a] = u
+        regret_step(regrets, inst, strategy, o, n, mode, pos_scale, neg_scale, predictive, fold)
     return OK
 
 
@@ -358,73 +354,21 @@ def _seqform_step_kernel(
         for a in range(n):
             v += strategy[off + a] * seq_value[s0 + a]
         seq_value[parent_seq[g]] += v
-        total = 0.0
         for a in range(n):
             avg[off + a] += w * own[s0 + a]
-            r_inst = sign * (seq_value[s0 + a] - v)
-            inst[off + a] = r_inst
-            r = regrets[off + a] + r_inst
-            if mode == REGRET_PLUS:
-                if r < 0.0:
-                    r = 0.0
-            elif mode == REGRET_DISCOUNTED:
-                if r >= 0.0:
-                    r *= pos_scale
-                else:
-                    r *= neg_scale
-            regrets[off + a] = r
-            q = r + r_inst if predictive else r
-            if q > 0.0:
-                total += q
-        if total > 0.0:
-            for a in range(n):
-                q = regrets[off + a] + inst[off + a] if predictive else regrets[off + a]
-                strategy[off + a] = q / total if q > 0.0 else 0.0
-        else:
-            u = 1.0 / n
-            for a in range(n):
-                strategy[off + a] = u
+            inst[off + a] = sign * (seq_value[s0 + a] - v)
+        regret_step(regrets, inst, strategy, off, n, mode, pos_scale, neg_scale, predictive,
+                    True)
     return _plan_kernel(
         lo, hi, player_infosets, offset, num_actions, first_seq, parent_seq, strategy, own
     )
 
 
+# Long by design: the driver of a whole run inside numba (no Python between iterations); its
+# branches are the rules' schedules, each a few calls of the kernels above.
 @njit(cache=True, nogil=True)
-def _run_kernel(
-    iterations: int,
-    t0: int,
-    traversal: int,
-    alternating: bool,
-    mode: int,
-    alpha: float,
-    beta: float,
-    avg_power: float,
-    predictive: bool,
-    inodes: np.ndarray,
-    player: np.ndarray,
-    first_child: np.ndarray,
-    num_children: np.ndarray,
-    node_offset: np.ndarray,
-    chance_prob: np.ndarray,
-    chance_reach: np.ndarray,
-    utility: np.ndarray,
-    term_seq: np.ndarray,
-    term_coef: np.ndarray,
-    player_infosets: np.ndarray,
-    player_ptr: np.ndarray,
-    offset: np.ndarray,
-    num_actions: np.ndarray,
-    first_seq: np.ndarray,
-    parent_seq: np.ndarray,
-    strategy: np.ndarray,
-    regrets: np.ndarray,
-    avg: np.ndarray,
-    inst: np.ndarray,
-    reach: np.ndarray,
-    value: np.ndarray,
-    plans: np.ndarray,
-    seq_value: np.ndarray,
-) -> int:
+def _run_kernel(iterations: int, t0: int, rule: RunRule, tree: TreeArrays,
+                st: SolverArrays) -> int:
     """Run iterations t0+1 .. t0+iterations in place.
 
     Alternating: for p = 0 then 1, traverse p under the current profile and update p at once
@@ -436,8 +380,19 @@ def _run_kernel(
     arrays and state as in `_update_kernel`; reach, value: float64[num_nodes], plans:
     float64[2, max num_sequences] and seq_value: float64[max num_sequences] scratch.
     Alternating sequence-form runs use the fused `_seqform_step_kernel`.
-    Returns OK or the first non-OK status of a sub-kernel.
+    The arguments come as named tuples (`RunRule`, `TreeArrays`, `SolverArrays`), as the
+    search's kernels take theirs. Returns OK or the first non-OK status of a sub-kernel.
     """
+    traversal, alternating, mode = rule.traversal, rule.alternating, rule.mode
+    alpha, beta, avg_power, predictive = rule.alpha, rule.beta, rule.avg_power, rule.predictive
+    inodes, player, first_child = tree.inodes, tree.player, tree.first_child
+    num_children, node_offset, chance_prob = tree.num_children, tree.node_offset, tree.chance_prob
+    chance_reach, utility, term_seq = tree.chance_reach, tree.utility, tree.term_seq
+    term_coef, player_infosets, player_ptr = tree.term_coef, tree.player_infosets, tree.player_ptr
+    offset, num_actions, first_seq = tree.offset, tree.num_actions, tree.first_seq
+    parent_seq = tree.parent_seq
+    strategy, regrets, avg, inst = st.strategy, st.regrets, st.avg, st.inst
+    reach, value, plans, seq_value = st.reach, st.value, st.plans, st.seq_value
     if alternating and traversal == TRAVERSE_SEQUENCE_FORM:
         for p in range(2):
             _plan_kernel(

@@ -376,15 +376,15 @@ class CFRSolver:
     def _run(self, n: int) -> None:
         """One kernel call of n iterations; books them."""
         c, a = self.config, self._a
-        status = K._run_kernel(
-            int(n), self._iterations, c.traversal.value, c.alternating, c.regret.value,
-            float(c.alpha), float(c.beta), float(c.average_power), c.predictive,
+        rule = K.RunRule(c.traversal.value, c.alternating, c.regret.value, float(c.alpha),
+                         float(c.beta), float(c.average_power), c.predictive)
+        tree = K.TreeArrays(
             a.inodes, a.player, a.first_child, a.num_children, a.node_offset, a.chance_prob,
             a.chance_reach, a.utility, a.term_seq, a.term_coef, a.player_infosets, a.player_ptr,
-            a.offset, a.num_actions, a.first_seq, a.parent_seq,
-            self._strategy, self._regrets, self._avg, self._inst, self._reach, self._value,
-            self._plans, self._seq_value,
-        )  # fmt: skip
+            a.offset, a.num_actions, a.first_seq, a.parent_seq)
+        state = K.SolverArrays(self._strategy, self._regrets, self._avg, self._inst,
+                               self._reach, self._value, self._plans, self._seq_value)
+        status = K._run_kernel(int(n), self._iterations, rule, tree, state)
         if status != K.OK:
             raise KernelError(f"CFR kernel returned status {status}")
         self._iterations += int(n)

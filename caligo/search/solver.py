@@ -18,7 +18,7 @@ root gadget's update (Fig. 10 lines 3-13): alternating updates.
    V(I) = sum_a x(a|I) u_cf(I, a) is added to u_cf(parent sequence of I); then the local PRM+
    update of predictive CFR+ (Farina, Kroer, Sandholm 2021): r = u_cf(I, .) - V(I),
    R <- max(R + r, 0), prediction m = r, next strategy proportional to [R + m]^+ (uniform if
-   that is 0), the same arithmetic as `caligo.core._cfr_kernels._seqform_step_kernel`. The
+   that is 0): the one step of every CFR-family solver, `caligo.core.regret.regret_step`. The
    conditional value q(I, a) = u_cf(I, a) / sum_{h in I} pi_{-i}(h) is exported for PUCT, and
    the support-stability counter of each action (C.8) is updated.
 
@@ -59,6 +59,7 @@ import numpy as np
 from numba import njit
 
 from caligo.core.game import CHANCE
+from caligo.core.regret import REGRET_PLUS, regret_step
 from caligo.search.arena import (
     EXPANDED,
     F_BLEND,
@@ -98,30 +99,16 @@ def _prm_plus(regret: np.ndarray, pred: np.ndarray, strat: np.ndarray, util: np.
               lo: int, n: int) -> float:
     """One PRM+ step on slots lo .. lo+n-1 given utilities util[lo:lo+n]; returns the value.
 
-    R <- max(R + r, 0), m <- r, x ∝ [R + m]^+ (uniform when that is zero), r = u - <x, u>.
+    R <- max(R + r, 0), m <- r, x ∝ [R + m]^+ (uniform when that is zero), r = u - <x, u>:
+    the core's predictive CFR+ step (`caligo.core.regret.regret_step`), the prediction kept in
+    `pred`.
     """
     v = 0.0
     for a in range(lo, lo + n):
         v += strat[a] * util[a]
-    total = 0.0
     for a in range(lo, lo + n):
-        r_inst = util[a] - v
-        r = regret[a] + r_inst
-        if r < 0.0:
-            r = 0.0
-        regret[a] = r
-        pred[a] = r_inst
-        q = r + r_inst
-        if q > 0.0:
-            total += q
-    if total > 0.0:
-        for a in range(lo, lo + n):
-            q = regret[a] + pred[a]
-            strat[a] = q / total if q > 0.0 else 0.0
-    else:
-        u = 1.0 / n
-        for a in range(lo, lo + n):
-            strat[a] = u
+        pred[a] = util[a] - v
+    regret_step(regret, pred, strat, lo, n, REGRET_PLUS, 1.0, 1.0, True, True)
     return v
 
 
@@ -150,6 +137,8 @@ def _order2_step(regret: np.ndarray, pred: np.ndarray, learn: np.ndarray, anchor
         strat[a] = (1.0 - b) * anchor[a] + b * learn[a]
 
 
+# Long by design: one numba pass over the arena (Obscuro, Fig. 10); split into calls it would
+# pay a call per node and infoset in the solver's hot loop, and its steps share their locals.
 @njit(cache=True, nogil=True)
 def _pass_kernel(
     i: int,
