@@ -129,18 +129,20 @@ def best_response(
     strategy: FloatArray,
     responder: int,
     extra: sp.spmatrix | None = None,
+    plan: FloatArray | None = None,
 ) -> BestResponse:
     """Best response of `responder` to the other player's part of `strategy`.
 
     `extra` is an optional additional payoff matrix B over (player-0 sequence, player-1 sequence)
     added to the game's payoff, as the gadgets of `caligo.subgame` use (Zhang & Sandholm 2021,
-    appendix C).
+    appendix C). `plan`: the other player's realization plan of `strategy`, when the caller
+    has it already (a gadget's builder does).
     """
     if responder not in (0, 1):
         raise ArgumentError(f"responder must be 0 or 1, got {responder!r}")
     fixed = 1 - responder
     s = np.ascontiguousarray(check_strategy(tree, strategy))
-    x = realization_plan(tree, s, fixed)
+    x = realization_plan(tree, s, fixed) if plan is None else plan
     z = tree.terminals()
     sign = 1.0 if responder == 0 else -1.0  # responder's own utility
     w = tree.chance_reach[z] * tree.utility[z] * x[tree.seq[z, fixed]] * sign

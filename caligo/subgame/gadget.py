@@ -78,7 +78,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from caligo.core.best_response import best_response
+from caligo.core.best_response import BestResponse, best_response
 from caligo.core.game import CHANCE, TERMINAL
 from caligo.core.knowledge import infoset_nodes, order_k_set
 from caligo.core.lp import REACH_TOL
@@ -310,6 +310,7 @@ def region_values(
     responder_strategy: FloatArray,
     region_roots: Sequence[IntArray],
     extra: sp.spmatrix | None = None,
+    x: FloatArray | None = None,
 ) -> tuple[FloatArray, FloatArray]:
     """(V, R) per region: player 1's unnormalized value from each node set on, and its reach.
 
@@ -317,9 +318,11 @@ def region_values(
     the top-row extra payoffs at player-1 sequences strictly below the roots' sequence, where
     x is player 0's part of `strategy` and y' player 1's part of `responder_strategy`, taken
     relative to the region's roots. R[r] = sum_{h in roots} p(h) x(h). Values in player 0's
-    utility. Every node set must lie in one player-1 infoset (a common sequence).
+    utility. Every node set must lie in one player-1 infoset (a common sequence). `x`: player
+    0's realization plan of `strategy`, when the caller has it already.
     """
-    x = realization_plan(tree, strategy, 0)
+    if x is None:
+        x = realization_plan(tree, strategy, 0)
     xr = x[tree.seq[:, 0]]
     region = _region_of(tree, region_roots)
     is_root = np.zeros(tree.num_nodes, dtype=np.bool_)
@@ -354,10 +357,10 @@ def region_values(
 
 
 def _profile_sequence_values(
-    tree: GameTree, strategy: FloatArray, extra: sp.spmatrix | None
+    tree: GameTree, strategy: FloatArray, extra: sp.spmatrix | None, x: FloatArray
 ) -> tuple[FloatArray, FloatArray]:
-    """Player 1's unnormalized (sequence, infoset) values when both play `strategy`."""
-    x = realization_plan(tree, strategy, 0)
+    """Player 1's unnormalized (sequence, infoset) values when both play `strategy` (`x`:
+    player 0's realization plan of it)."""
     z = tree.terminals()
     w = tree.chance_reach[z] * tree.utility[z] * x[tree.seq[z, 0]]
     g = np.bincount(tree.seq[z, 1], weights=w, minlength=tree.num_sequences[1]).astype(float)
@@ -380,14 +383,17 @@ def _gifts(
     extra: sp.spmatrix | None,
     source: AlternateValues,
     root_seqs: Sequence[int],
+    br: BestResponse,
+    x: FloatArray,
 ) -> FloatArray:
-    """g(I0) per root, from player 1's sequence chain above each root (see module docstring)."""
-    br = best_response(tree, strategy, 1, extra=extra)
+    """g(I0) per root, from player 1's sequence chain above each root (see module docstring).
+    `br`: player 1's best response to `strategy` (with `extra`); `x`: player 0's realization
+    plan of `strategy` (both computed once per gadget by `make_subgame`)."""
     reach = br.infoset_reach
     if source is AlternateValues.BEST_RESPONSE:
         seqv, infv = br.sequence_values, br.infoset_values
     else:
-        seqv, infv = _profile_sequence_values(tree, strategy, extra)
+        seqv, infv = _profile_sequence_values(tree, strategy, extra, x)
     owner = tree.seq_infoset[1]
     out = np.zeros(len(root_seqs))
     for r, s in enumerate(root_seqs):
@@ -727,17 +733,18 @@ def make_subgame(
     D = np.array([float(np.sum(p[n] * xr[n])) for n in root_nodes])
     outside = [full_nodes[kid][~under[full_nodes[kid]]] for kid in kept_roots]
 
-    # line 3: alternate values from the whole of each I0
-    if opts.alternate_values is AlternateValues.BEST_RESPONSE:
-        resp = best_response(tree, s, 1, extra=Bin).strategy
-    else:
-        resp = s
-    V, R = region_values(tree, s, resp, [full_nodes[kid] for kid in kept_roots], Bin)
+    # line 3: alternate values from the whole of each I0; the blueprint's best response and
+    # realization plans are computed once here and passed down (values and gifts share them)
+    by_br = opts.alternate_values is AlternateValues.BEST_RESPONSE
+    br = best_response(tree, s, 1, extra=Bin, plan=x) if by_br or opts.reach else None
+    resp = br.strategy if by_br and br is not None else s
+    V, R = region_values(tree, s, resp, [full_nodes[kid] for kid in kept_roots], Bin, x=x)
     with np.errstate(divide="ignore", invalid="ignore"):
         alt = np.where(R > 0, V / np.where(R > 0, R, 1.0), np.nan)
     base_seq = [int(tree.seq[n[0], 1]) for n in root_nodes]
     gifts = (
-        _gifts(tree, s, Bin, opts.alternate_values, base_seq) if opts.reach else np.zeros(m)
+        _gifts(tree, s, Bin, opts.alternate_values, base_seq, br, x)
+        if opts.reach and br is not None else np.zeros(m)
     )
 
     # the Resolve prior (line 30 / Obscuro, appendix C.3)

@@ -229,3 +229,39 @@ def test_infoset_by_name_and_kind_by_value() -> None:
         make_subgame(tree, x, "1p")  # player 1's infoset
     with pytest.raises(SubgameError, match="kind must be one of"):
         SubgameOptions(kind="max")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("source", ["best_response", "blueprint"])
+def test_a_gadget_computes_the_blueprints_plans_and_best_response_once(
+        source: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reach-Maxmargin on Leduc: the blueprint's two realization plans and player 1's best
+    response are computed once for the whole gadget (alternate values and gifts share them;
+    before, the best response ran twice and the plans five times). The values themselves are
+    checked against independent LPs by the other tests of this file."""
+    from collections import Counter
+
+    import caligo.core.best_response as BR
+    import caligo.subgame.gadget as G
+    from caligo.subgame.gadget import AlternateValues
+
+    tree = load_game("leduc_poker")
+    blueprint = _random_strategy(tree, 5)
+    opts = SubgameOptions(kind=GadgetKind.MAXMARGIN, k=1, reach=True,
+                          alternate_values=AlternateValues(source))
+    infoset = int(tree.infosets_of(0)[3])
+    before = make_subgame(tree, blueprint, infoset, opts)
+    calls: Counter[str] = Counter()
+    for module in (G, BR):
+        for name in ("realization_plan", "best_response"):
+            if hasattr(module, name):
+                f = getattr(module, name)
+
+                def counted(*a: object, _f: object = f, _n: str = name, **k: object) -> object:
+                    calls[_n] += 1
+                    return _f(*a, **k)  # type: ignore[operator]
+
+                monkeypatch.setattr(module, name, counted)
+    sub = make_subgame(tree, blueprint, infoset, opts)
+    assert calls == Counter({"realization_plan": 2, "best_response": 1})
+    assert np.array_equal(sub.alternate_values, before.alternate_values, equal_nan=True)
+    assert np.array_equal(sub.gifts, before.gifts) and sub.num_roots > 0
