@@ -323,7 +323,8 @@ class FowSearchGame:
     def positions(self, states: I64) -> np.ndarray:
         """Copies of the positions of `states` (uint64 (k, 16))."""
         s = self._check(states)
-        return self._store[s]
+        out: np.ndarray = self._store[s]
+        return out
 
     def compact(self, keep: I64) -> I64:
         """Keep only the rows `keep` (renumbered 0.. in the given order, duplicates collapsed);
@@ -341,7 +342,8 @@ class FowSearchGame:
             self._used = rows.shape[0]
         new_of = np.zeros(int(k.max(initial=0)) + 1, dtype=np.int64)
         new_of[uniq] = np.arange(1, uniq.size + 1)
-        return new_of[k]
+        out: np.ndarray = new_of[k]
+        return out
 
     def _check(self, states: I64) -> np.ndarray:
         s = np.asarray(states, dtype=np.int64).ravel()

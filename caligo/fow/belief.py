@@ -261,6 +261,8 @@ def _flush(
         )
 
 
+# Long by design: one numba pass that generates, filters and stores children in place (a
+# resumable state machine: it returns to grow buffers and resumes where it stopped).
 @njit(cache=True, nogil=True)
 def _expand_kernel(
     rows: np.ndarray,
@@ -411,7 +413,7 @@ def _sensitive_extra(pos: np.ndarray, player: int) -> np.uint64:
         out |= ((pawns & _NOT_FILE_A) >> np.uint64(9)) | ((pawns & _NOT_FILE_H) >> np.uint64(7))
     if pos[W_CASTLE] & _OWN_RIGHTS[player]:
         out |= _CASTLE_PATH[player]
-    return out
+    return np.uint64(out)
 
 
 @njit(cache=True, nogil=True)
@@ -556,7 +558,7 @@ def _trim(out_rows: np.ndarray, out_hash: np.ndarray, n: int, keep: int) -> np.u
                     out_rows[w, j] = out_rows[r, j]
                 out_hash[w] = h
             w += 1
-    return t
+    return np.uint64(t)
 
 
 @njit(cache=True, nogil=True)
@@ -564,7 +566,7 @@ def _pack_many(positions: np.ndarray, out: np.ndarray) -> int:
     """Pack positions uint64 (n, 16) into rows uint64 (n, ROW_WORDS); return n."""
     for i in range(positions.shape[0]):
         _pack_row(positions[i], out[i])
-    return positions.shape[0]
+    return int(positions.shape[0])
 
 
 @njit(cache=True, nogil=True)
@@ -572,7 +574,7 @@ def _unpack_many(rows: np.ndarray, clocks: np.uint64, out: np.ndarray) -> int:
     """Unpack rows uint64 (n, ROW_WORDS) into positions uint64 (n, 16); return n."""
     for i in range(rows.shape[0]):
         _unpack_row(rows[i], clocks, out[i])
-    return rows.shape[0]
+    return int(rows.shape[0])
 
 
 # --- public layer ----------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from caligo.fow.values import SQUARE_NAMES
+from caligo.fow.values import SQUARE_NAMES as SQUARE_NAMES  # re-exported
 
 Square: TypeAlias = int
 """A square index 0..63 (a1 = 0, h8 = 63); 64 means "no square"."""
@@ -256,7 +256,7 @@ def _xorshift(state: np.ndarray) -> np.uint64:
     x ^= x << np.uint64(25)
     x ^= x >> np.uint64(27)
     state[0] = x
-    return x * np.uint64(2685821657736338717)
+    return np.uint64(x * np.uint64(2685821657736338717))
 
 
 @njit(cache=True, nogil=True)
@@ -349,14 +349,14 @@ BISHOP_MASKS, BISHOP_MAGICS, BISHOP_SHIFTS, BISHOP_OFFSETS, BISHOP_TABLE = _magi
 def rook_attacks(sq: int, occ: np.uint64) -> np.uint64:
     """Return the squares a rook on `sq` attacks with occupancy `occ` (magic lookup)."""
     idx = ((occ & ROOK_MASKS[sq]) * ROOK_MAGICS[sq]) >> ROOK_SHIFTS[sq]
-    return ROOK_TABLE[ROOK_OFFSETS[sq] + int(idx)]
+    return np.uint64(ROOK_TABLE[ROOK_OFFSETS[sq] + int(idx)])
 
 
 @njit(cache=True, nogil=True, inline="always")
 def bishop_attacks(sq: int, occ: np.uint64) -> np.uint64:
     """Return the squares a bishop on `sq` attacks with occupancy `occ` (magic lookup)."""
     idx = ((occ & BISHOP_MASKS[sq]) * BISHOP_MAGICS[sq]) >> BISHOP_SHIFTS[sq]
-    return BISHOP_TABLE[BISHOP_OFFSETS[sq] + int(idx)]
+    return np.uint64(BISHOP_TABLE[BISHOP_OFFSETS[sq] + int(idx)])
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -368,16 +368,16 @@ def queen_attacks(sq: int, occ: np.uint64) -> np.uint64:
 @njit(cache=True, nogil=True, inline="always")
 def knight_attacks(sq: int) -> np.uint64:
     """Return KNIGHT_ATTACKS[sq]."""
-    return KNIGHT_ATTACKS[sq]
+    return np.uint64(KNIGHT_ATTACKS[sq])
 
 
 @njit(cache=True, nogil=True, inline="always")
 def king_attacks(sq: int) -> np.uint64:
     """Return KING_ATTACKS[sq]."""
-    return KING_ATTACKS[sq]
+    return np.uint64(KING_ATTACKS[sq])
 
 
 @njit(cache=True, nogil=True, inline="always")
 def pawn_attacks(color: int, sq: int) -> np.uint64:
     """Return PAWN_ATTACKS[color, sq]."""
-    return PAWN_ATTACKS[color, sq]
+    return np.uint64(PAWN_ATTACKS[color, sq])

@@ -220,7 +220,7 @@ def resolve_move(pos: PositionLike, move: object) -> int:
 def side_bb(pos: np.ndarray, color: int) -> np.uint64:
     """Return the union of `color`'s six piece bitboards."""
     b = color * 6
-    return pos[b] | pos[b + 1] | pos[b + 2] | pos[b + 3] | pos[b + 4] | pos[b + 5]
+    return np.uint64(pos[b] | pos[b + 1] | pos[b + 2] | pos[b + 3] | pos[b + 4] | pos[b + 5])
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -242,7 +242,7 @@ def piece_at(pos: np.ndarray, sq: int) -> int:
 @njit(cache=True, nogil=True)
 def king_captured(pos: np.ndarray) -> bool:
     """Return True when a king is missing (it was captured: the game is over)."""
-    return pos[KING] == U0 or pos[6 + KING] == U0
+    return bool(pos[KING] == U0 or pos[6 + KING] == U0)
 
 
 @njit(cache=True, nogil=True)
@@ -428,7 +428,7 @@ def zobrist_key(pos: np.ndarray) -> np.uint64:
         us = int(pos[W_STM]) & 1
         if pawn_attacks(1 - us, ep) & pos[us * 6 + PAWN]:
             key ^= ZOBRIST[_Z_EP + ep]
-    return key
+    return np.uint64(key)
 
 
 @njit(cache=True, nogil=True)

@@ -835,7 +835,7 @@ def _check_leaf(parent: np.ndarray, children: np.ndarray, moves: np.ndarray) -> 
     n = moves.shape[0]
     if children.shape[0] < n:
         raise ValueError(f"{n} moves but only {children.shape[0]} child rows")
-    return n
+    return int(n)
 
 
 class SlotPool(StockfishPool):

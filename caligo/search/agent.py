@@ -58,7 +58,7 @@ class BeliefTracker(Belief, Protocol):
 class TreeGameBelief(TreeBelief):
     """`TreeBelief` with the tracker signature (the observation is the seat's kinfo id)."""
 
-    def update(self, obs: int, own_action: int | None = None) -> None:  # type: ignore[override]
+    def update(self, obs: int, own_action: int | None = None) -> None:
         super().update(obs)
 
 

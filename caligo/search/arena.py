@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import collections
 from dataclasses import dataclass
-from typing import TypeVar, cast
+from typing import TypeVar
 
 import numpy as np
 
@@ -180,7 +180,7 @@ def _copy_tuple(t: _T, used: int) -> _T:
         b = np.empty_like(a)
         b[:used] = a[:used]
         out.append(b)
-    return cast(_T, type(t)(*out))
+    return type(t)(*out)
 
 
 @dataclass(frozen=True)

@@ -280,6 +280,8 @@ def _opp_values_kernel(
     return OK
 
 
+# Long by design: one numba pass that moves live rows and rewrites every index into them; split
+# up, each part would need the whole remapping again.
 @njit(cache=True, nogil=True)
 def _compact_kernel(
     o_nd: NodeArrays, o_inf: InfosetArrays, o_sl: SlotArrays, o_strat: np.ndarray, o_n_inf: int,
@@ -463,7 +465,7 @@ def knowledge_set(keys: np.ndarray, allowed: np.ndarray, start: np.ndarray, hops
     graph (two nodes are adjacent when they share either player's key, Obscuro, appendix B.2); hops
     = 0 means no limit (the common-knowledge closure I^inf). keys: uint64[n, 2]; allowed, start:
     bool[n]. Returns bool[n]."""
-    cur = start & allowed
+    cur: np.ndarray = start & allowed
     step = 0
     while hops == 0 or step < hops:
         k0 = np.unique(keys[cur, 0])
@@ -528,7 +530,7 @@ def init_plain(arena: Arena, game: SearchGame, evaluator: Evaluator, state: int,
 def played_profile(arena: Arena, iterate: Iterate) -> np.ndarray:
     """The strategy over the arena's slots that is played and carried (last or average)."""
     ns = arena.n_slots
-    strat = arena.slots.strat[:ns].copy()
+    strat: np.ndarray = arena.slots.strat[:ns].copy()
     if iterate is Iterate.AVERAGE:
         inf = arena.infosets
         for g in range(arena.n_infosets):

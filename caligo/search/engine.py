@@ -50,6 +50,7 @@ from caligo.search.arena import (
     M_EXPANSIONS,
     M_HAS_GADGET,
     M_MAX_DEPTH,
+    M_SEARCHER,
     M_VISITS,
     Arena,
     Capacity,
@@ -147,7 +148,7 @@ class GrowingTreeSearch:
             new = self._spare if self._spare is not None else Arena(self.arena.capacity)
         else:  # no tree yet: every root is sampled into our own (empty) arena
             old = Arena(Capacity.for_nodes(16))
-            old.meta[C.M_SEARCHER] = self.searcher
+            old.meta[M_SEARCHER] = self.searcher
             new = self.arena
         info = C.build_kluss(old, new, self.game, belief, self.evaluator, int(cur_key),
                              self.config, v_prev, rng, self.util_scale, deadline,

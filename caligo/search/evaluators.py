@@ -29,7 +29,8 @@ class _TableEvaluator:
         self.values = np.ascontiguousarray(values, dtype=np.float64)
 
     def children(self, parents: I64, batch: ChildBatch) -> np.ndarray:
-        return self.values[batch.state]
+        out: np.ndarray = self.values[batch.state]
+        return out
 
     def states(self, states: I64) -> np.ndarray:
         return self.values[np.asarray(states, dtype=np.int64)]

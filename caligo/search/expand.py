@@ -306,6 +306,8 @@ def _append_kernel(
     return OK
 
 
+# Long by design: one numba pass appending an expansion's rows to all four arena tables under
+# one lock; the tables' links are written together.
 @njit(cache=True, nogil=True)
 def _commit_kernel(
     leaves: np.ndarray,

@@ -54,6 +54,8 @@ def _prm_plus(regret: list[float], pred: list[float], strat: list[float],
         strat[a] = q[a] / tot if tot > 0 else 1.0 / len(strat)
 
 
+# Long by design: it mirrors `caligo.search.solver._pass_kernel` statement for statement (an
+# independent pure-Python reference the kernel is tested against).
 def _pass(arena: Arena, i: int, average: bool) -> None:
     nd, inf, sl, rt = arena.nodes, arena.infosets, arena.slots, arena.roots
     searcher = arena.searcher

@@ -36,6 +36,7 @@ from caligo.core.tree import GameTree
 from caligo.search.config import (
     AlternateValues,
     CarryOver,
+    EvaluatorKind,
     Expansion,
     FirstDecision,
     GadgetMode,
@@ -49,7 +50,6 @@ from caligo.search.config import (
     SubgameKind,
 )
 from caligo.search.exploitability import (
-    EvaluatorKind,
     exploitability_of,
     make_evaluator,
     nested_klss_exploitability,

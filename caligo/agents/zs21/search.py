@@ -290,7 +290,8 @@ class ZS21Search:
         if cur_key is not None:
             ours = (nd.parent[chosen] < 0) & (nd.key[chosen, a.searcher] == np.uint64(cur_key))
         order = np.lexsort((chosen, nd.depth[chosen], ~ours))
-        return chosen[order].astype(np.int32)
+        out: np.ndarray = chosen[order].astype(np.int32)
+        return out
 
     # the loop -------------------------------------------------------------------------------
     def run(self, budget: ZS21Budget, cur_key: int | None, seed: int,
@@ -314,7 +315,7 @@ class ZS21Search:
             """Time to keep for the final solve: the last one's, grown with the trunk (an LP
             costs more than linearly), times room for a Maxmargin/Resolve switch's second."""
             grow = max(self.arena.n_nodes, 1) / lp_nodes
-            return _LP_RESERVE * last_lp * grow**1.5
+            return float(_LP_RESERVE * last_lp * grow**1.5)
 
         while True:
             t_lp = time.perf_counter()

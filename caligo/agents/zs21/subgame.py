@@ -156,9 +156,8 @@ def _gadget_terms(old: Arena, layer: RootLayer, seqv: np.ndarray) -> np.ndarray:
     if layer.kind is Gadget.NONE or m == 0:
         return np.zeros(max(m, 1))
     b = seqv[:m] - layer.threshold[:m]
-    if layer.kind is Gadget.MAXMARGIN:
-        return b - b.min()
-    return np.maximum(b, 0.0)
+    out: np.ndarray = b - b.min() if layer.kind is Gadget.MAXMARGIN else np.maximum(b, 0.0)
+    return out
 
 
 def infoset_value(prof: C.Profile, nodes: np.ndarray) -> float:
