@@ -226,7 +226,8 @@ def register(sub: Any) -> None:
                    "share of the last 30 s and no move waited a second for a worker; past "
                    "it the page says the server is full (0: off; default 0.7)")
     p.add_argument("--games-per-worker", metavar="N", type=_count, default=4,
-                   help="new games each engine worker takes in 20 s, before their load shows "
+                   help="new games each engine worker takes in 20 s before any game's load "
+                   "was measured; after, new games count at the measured share of a game "
                    "(0: any; default 4)")
     p.add_argument("--sockets-per-client", metavar="N", type=_count, default=8,
                    help="game connections (WebSockets) one client may hold open (0: any)")

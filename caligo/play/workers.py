@@ -285,13 +285,15 @@ LOAD_WINDOW_S = 60.0
 @dataclass(frozen=True)
 class PoolLoad:
     """The workers' busy time over a recent span: `busy_s` seconds of work done by all
-    `workers` in the last `span_s` seconds (less than asked while the pool is young), and
-    the longest wait for a worker among the jobs started in it."""
+    `workers` in the last `span_s` seconds (less than asked while the pool is young), the
+    longest wait for a worker among the jobs started in it, and how many games those jobs
+    served (`games`: 0 when unknown)."""
 
     workers: int
     busy_s: float
     span_s: float
     max_wait_s: float
+    games: int = 0
 
     @property
     def utilisation(self) -> float:
@@ -361,7 +363,7 @@ class _Pool:
         self._start_lock = asyncio.Lock()
         self._born = time.monotonic()
         # (end, seconds of work, wait before it) of recent jobs, oldest first (`load`)
-        self._recent: collections.deque[tuple[float, float, float]] = collections.deque()
+        self._recent: collections.deque[tuple[float, float, float, str]] = collections.deque()
 
     async def start(self) -> None:
         """Start every worker now (each warms its engine), instead of at the first job."""
@@ -435,13 +437,13 @@ class _Pool:
                     item.future.set_exception(exc)
                 continue
             self._running -= 1
-            self._note(wait, time.monotonic() - item.queued - wait)
+            self._note(wait, time.monotonic() - item.queued - wait, item.job.game)
             if not item.future.done():
                 item.future.set_result(result)
 
-    def _note(self, wait: float, work: float) -> None:
+    def _note(self, wait: float, work: float, game: str) -> None:
         now = time.monotonic()
-        self._recent.append((now, work, wait))
+        self._recent.append((now, work, wait, game))
         while self._recent and self._recent[0][0] < now - 4 * LOAD_WINDOW_S:
             self._recent.popleft()
 
@@ -452,12 +454,14 @@ class _Pool:
         since = now - window_s
         span = min(window_s, now - self._born)
         busy = wait = 0.0
-        for end, work, w in reversed(self._recent):
+        games: set[str] = set()
+        for end, work, w, game in reversed(self._recent):
             if end < since:
                 break
             busy += work
             wait = max(wait, w)
-        return PoolLoad(len(self._slots), busy, span, wait)
+            games.add(game)
+        return PoolLoad(len(self._slots), busy, span, wait, len(games))
 
     def stats(self) -> WorkerStats:
         waits = tuple(self._waits)

@@ -166,8 +166,9 @@ class WebConfig:
     """Admission by the engines' load (`GameHub.engine_full`): the share of the workers' time
     the games may ask for, in (0, 1]; 0 turns it off (`caligo web serve` uses 0.7)."""
     games_per_worker: int = 0
-    """New games a worker takes within `ADMIT_BURST_S` seconds, before their load shows (with
-    `engine_load`); 0: any."""
+    """New games a worker takes within `ADMIT_BURST_S` seconds before any game's load was
+    measured (with `engine_load`; once measured, new games are projected at the measured
+    share of a game: `GameHub.engine_full`); 0: any."""
 
     def __post_init__(self) -> None:
         if not (0.0 <= self.engine_load <= 1.0) or self.games_per_worker < 0:
@@ -986,9 +987,13 @@ class GameHub:
         The engines' queue is first come, first served, and its waits come out of the
         engine's clock, so a game is admitted only while the games already running leave the
         workers room: their busy share over the last `ADMIT_WINDOW_S` seconds is under
-        `engine_load`, no job of that span waited `ADMIT_WAIT_S` for a worker, and fewer than
-        `games_per_worker` per worker were admitted in the last `ADMIT_BURST_S` seconds (new
-        games' load does not show at once). Games nobody plays cost nothing and never count;
+        `engine_load`, no job of that span waited `ADMIT_WAIT_S` for a worker, and the load
+        projected with the games admitted in the last `ADMIT_BURST_S` seconds (whose load
+        does not show at once) and this one stays within `engine_load`. A game is projected
+        at the measured share of a game that played in the window (busy share / games), or,
+        before any game was measured, at `engine_load / (games_per_worker x workers)`: a
+        quick player's games then take more of the workers than a slow one's, and a server
+        of slow players admits more of them. Games nobody plays cost nothing and never count;
         an engine without a budget (`NO_BUDGET_AGENTS`) is never the reason.
         """
         target = self.config.engine_load
@@ -1003,9 +1008,15 @@ class GameHub:
         now = self.now()
         while self._admitted and self._admitted[0] < now - ADMIT_BURST_S:
             self._admitted.popleft()
-        burst = self.config.games_per_worker * load.workers
-        if burst and len(self._admitted) >= burst:
-            return f"{len(self._admitted)} games started in the last {ADMIT_BURST_S:.0f} s"
+        per_game = 0.0
+        if load.games > 0 and load.busy_s > 0.0:
+            per_game = load.utilisation / load.games
+        elif self.config.games_per_worker and load.workers:
+            per_game = target / (self.config.games_per_worker * load.workers)
+        projected = load.utilisation + per_game * (len(self._admitted) + 1)
+        if per_game and projected > target + 1e-9:
+            return (f"{len(self._admitted)} games started in the last {ADMIT_BURST_S:.0f} s "
+                    f"and this one would bring its engines to {100 * projected:.0f}%")
         return None
 
     async def _evict_idle(self) -> None:

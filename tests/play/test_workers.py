@@ -265,8 +265,8 @@ def test_ray_workers_give_the_same_moves_as_local_workers() -> None:
 
 def test_the_pool_measures_how_busy_its_workers_were() -> None:
     """`load()`: the seconds of work the workers did in a recent span (each job from its start
-    on a worker to its answer), the span itself, and the longest wait for a worker; the
-    server's admission reads it. Two games on one worker: the second one's jobs wait."""
+    on a worker to its answer), the span itself, the longest wait for a worker and the
+    number of games served; the server's admission reads it. Two games on one worker: the second one's jobs wait."""
 
     async def run() -> tuple[Any, Any, float]:
         pool = ThreadWorkers(1)
@@ -282,4 +282,5 @@ def test_the_pool_measures_how_busy_its_workers_were() -> None:
     assert 0 < load.busy_s <= min(load.span_s, elapsed)  # one worker: never more than the span
     assert 0 < load.utilisation <= 1
     assert load.max_wait_s > 0  # two games on one worker: a job waited
-    assert none.busy_s == 0 and none.utilisation == 0
+    assert load.games == 2  # the games its jobs served (admission's share of a game)
+    assert none.busy_s == 0 and none.utilisation == 0 and none.games == 0

@@ -261,12 +261,14 @@ def test_the_rate_limiter_refills_at_its_rate() -> None:
 ENGINE = "obscuro:eval=simple,budget=iters=30"
 
 
-def _loaded(s: Server, monkeypatch: pytest.MonkeyPatch, busy: float, wait: float) -> None:
-    """The hub's workers report `busy` of their time busy over 30 s and a `wait` s wait."""
+def _loaded(s: Server, monkeypatch: pytest.MonkeyPatch, busy: float, wait: float,
+            games: int = 0) -> None:
+    """The hub's workers report `busy` of their time busy over 30 s, a `wait` s wait, and
+    `games` games served."""
     from caligo.play.workers import PoolLoad
 
     monkeypatch.setattr(s.app.state.hub.workers, "load",
-                        lambda window_s=30.0: PoolLoad(1, busy * 30.0, 30.0, wait))
+                        lambda window_s=30.0: PoolLoad(1, busy * 30.0, 30.0, wait, games))
 
 
 def test_busy_engines_make_the_server_full(make: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -296,6 +298,24 @@ def test_new_games_are_admitted_a_few_per_worker_at_a_time(
     assert "2 games started in the last 20 s" in s.post().json()["error"]
     s.clock.advance(20.5)  # their load would show now: the next ones may start
     assert [s.post(peer=f"10.0.1.{i}").status_code for i in range(3, 6)] == [201, 201, 503]
+
+
+def test_new_games_are_projected_at_the_measured_share_of_a_game(
+        make: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once games were measured, a new one counts at their share: five slow players' games
+    took 10% of the worker (2% each), so twenty more fit under 70% in 20 s; two quick
+    players' games took 50% (25% each), so one more would bring it to 75%."""
+    s = make(agent=ENGINE, games_per_minute=0, games_per_client=0, engine_load=0.7,
+             games_per_worker=2)
+    _loaded(s, monkeypatch, busy=0.1, wait=0.0, games=5)
+    # 0.1 + 0.02 x (admitted + 1) <= 0.7: 30 in all, of them 20 here (the rule's prior
+    # alone, two per worker, would have stopped at two)
+    assert [s.post(peer=f"10.0.3.{i}").status_code for i in range(20)] == [201] * 20
+    s2 = make(agent=ENGINE, games_per_minute=0, games_per_client=0, engine_load=0.7,
+              games_per_worker=2)
+    _loaded(s2, monkeypatch, busy=0.5, wait=0.0, games=2)
+    r = s2.post(peer="10.0.4.1")
+    assert r.status_code == 503 and "would bring its engines to 75%" in r.json()["error"]
 
 
 def test_an_engine_without_work_or_the_rule_off_is_never_refused_for_load(
