@@ -16,7 +16,9 @@ two p99s is the cost of Caligo's per-move work over the framework's floor.
 The engine scenario, same run: the default engine at a fixed budget (`obscuro`, strength
 iters=200) on the server's pool of engine workers (`--workers`, default 2 processes),
 `--engine-games` (20) clients playing human-paced games (a think of 0.5 to 1.5 x
-`--engine-think-ms`, 1500 ms) on a clock (`--engine-tc`, 3+2) for `--engine-seconds` (120):
+`--engine-think-ms`, 5000 ms: a 3+2 player spends 180 s + 2 s a move over some 40 to 60 moves,
+4 to 6.5 s a move; 1500 ms is a bullet player's pace) on a clock (`--engine-tc`, 3+2) for
+`--engine-seconds` (120):
 the engine's p99 wait for a worker (the server's own record, printed when it stops), the
 engine's time forfeits, the peak RSS of the server and everything below it, and the most
 Stockfish processes running at once (sampled every half second from /proc).
@@ -442,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", default="obscuro", help="the engine scenario's agent")
     parser.add_argument("--engine-games", type=int, default=20, help="human-paced games")
     parser.add_argument("--engine-seconds", type=float, default=120.0)
-    parser.add_argument("--engine-think-ms", type=float, default=1500.0)
+    parser.add_argument("--engine-think-ms", type=float, default=5000.0)
     parser.add_argument("--engine-tc", default="3+2", help="the engine games' clock")
     parser.add_argument("--engine-strength", default="iters=200")
     parser.add_argument("--workers", default="processes:2", help="the engine scenario's pool")
