@@ -266,7 +266,8 @@ def test_ray_workers_give_the_same_moves_as_local_workers() -> None:
 def test_the_pool_measures_how_busy_its_workers_were() -> None:
     """`load()`: the seconds of work the workers did in a recent span (each job from its start
     on a worker to its answer), the span itself, the longest wait for a worker and the
-    number of games served; the server's admission reads it. Two games on one worker: the second one's jobs wait."""
+    number of games served; the server's admission reads it. Two games on one worker: the
+    second one's jobs wait."""
 
     async def run() -> tuple[Any, Any, float]:
         pool = ThreadWorkers(1)
