@@ -39,12 +39,15 @@ remap their state ids with its result (`compact_arena` does it for a search aren
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from numba import njit
 
+from caligo.agents.base import Decision
 from caligo.errors import CaligoError
 from caligo.fow.belief import BeliefConfig, BeliefSet, Scratch
 from caligo.fow.bitboard import U0, lsb, popcount
@@ -59,10 +62,11 @@ from caligo.fow.position import (
     STARTING_FEN,
     W_STM,
     from_fen,
+    move_to_uci,
     square_attacked,
     zobrist_key,
 )
-from caligo.limits import Deadline
+from caligo.limits import Deadline, Overdue
 from caligo.search.arena import Arena
 from caligo.search.config import SearchError
 from caligo.search.game import TERMINAL, ChildBatch, KeyMode, StateInfo
@@ -75,9 +79,12 @@ __all__ = [
     "compact_arena",
     "emergency_move",
     "evaluator_factory",
+    "overdue_answer",
 ]
 
 I64 = np.ndarray
+
+log = logging.getLogger(__name__)
 
 CHUNK_ROWS = 1 << 16
 """The store grows by at least this many rows (8 MB) at a time."""
@@ -87,6 +94,19 @@ _STATUS_OVER = -1  # a parent with a captured king was asked for children
 
 class FowSearchError(SearchError, CaligoError):
     """Bad input to the FoW search adapters (a state id, an observation, a position)."""
+
+
+def overdue_answer(name: str, out: Overdue[Any], answer_ms: float,
+                   history: Sequence[tuple[int | None, Observation]], color: int,
+                   legal: Sequence[int], rng: np.random.Generator, late: int) -> Decision:
+    """The answer of a move whose work `out` is overdue at its answer instant (`answer_ms`
+    from the move's start): the emergency move, logged with where the work was; its analysis
+    says `overdue` and how many moves of the game were (`late`)."""
+    move = emergency_move(history, color, legal, rng)
+    log.warning("%s: the move's work overran its answer instant (%.0f ms, control back %.0f ms "
+                "after it, the work at %s); playing %s", name, answer_ms, 1000.0 * out.late_s,
+                out.where or "?", move_to_uci(move))
+    return Decision(move, info={"overdue": True, "overdue_moves": late})
 
 
 def emergency_move(history: Sequence[tuple[int | None, Observation]], color: int,

@@ -67,6 +67,7 @@ from caligo.agents.fow_search import (
     FowSearchGame,
     compact_arena,
     emergency_move,
+    overdue_answer,
 )
 from caligo.agents.options import EvalChoice, OptionReader
 from caligo.agents.resources import EngineResources
@@ -659,13 +660,9 @@ class ObscuroAgent(AgentBase):
         if isinstance(out, Overdue):
             self._overdue = out
             self._late += 1
-            move = emergency_move(self.history, self.color, legal, self._late_rng)
-            log.warning("obscuro: the move's work overran its answer instant (%.0f ms, control "
-                        "back %.0f ms after it, the work at %s); playing %s", plan.answer_ms,
-                        1000.0 * out.late_s, out.where or "?", move_to_uci(move))
-            return self._finish(plan, Decision(move, info={"overdue": True,
-                                                           "overdue_moves": self._late}),
-                                overdue=True)
+            answer = overdue_answer("obscuro", out, plan.answer_ms, self.history, self.color,
+                                    legal, self._late_rng, self._late)
+            return self._finish(plan, answer, overdue=True)
         return self._finish(plan, out)
 
     def _decide(self, plan: MovePlan, legal: Sequence[int]) -> Decision:

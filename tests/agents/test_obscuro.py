@@ -204,53 +204,19 @@ def test_belief_work_is_part_of_the_move() -> None:
 
 
 def test_an_overdue_move_is_answered_and_its_work_ends_off_the_clock() -> None:
-    """A stall that no poll can cut (here: a belief stage held on an event while ten fake
-    seconds pass) is answered by the watchdog at the plan's answer instant with a legal
-    emergency move; the work ends after the answer, is joined when our own ply is observed,
-    and the game goes on from the move that was played (P holds the true position)."""
-    import threading
-
-    from caligo.fow.game import Game
-    from caligo.fow.observation import observe
-    from caligo.fow.position import STARTING_FEN
+    """The watchdog's contract (tests/agents/overdue.py), the stall in the belief stage; P
+    holds the true position after the emergency move and the reply."""
+    from tests.agents.overdue import Stall, play_an_overdue_move
 
     clock = Ticker(step=1e-3)
     agent = ObscuroAgent(ObscuroConfig(evaluator=EvalChoice.SIMPLE), clock=clock)
-    release = threading.Event()
-    try:
-        agent.new_game(1, STARTING_FEN, TimeControl.parse("mt=0.05"), 3)
-        g = Game()
-        g.push_uci("e2e4")
-        agent.observe(observe(g.position, 1), None)
-        settle = agent._settle_belief
 
-        def stalled(plan: object) -> None:
-            clock.t += 10.0  # ten fake seconds inside one uncuttable step
-            release.wait()
-            settle(plan)  # type: ignore[arg-type]
+    def install(stall: Stall) -> Callable[[], None]:
+        agent._settle_belief = stall(agent._settle_belief)  # type: ignore[method-assign]
+        return lambda: delattr(agent, "_settle_belief")
 
-        agent._settle_belief = stalled  # type: ignore[method-assign]
-        mt = Clock(TcKind.MOVETIME, movetime_ms=50, deadline_ms=50)
-        d = agent.act(g.legal_moves(), mt)
-        assert d.info["overdue"] is True and d.info["overdue_moves"] == 1
-        assert d.move in g.legal_moves()
-        assert agent._overdue is not None and not agent._overdue.done  # still held
-        release.set()
-        del agent._settle_belief
-        g.push(d.move)
-        agent.observe(observe(g.position, 1), d.move)  # joins the overdue work
-        assert agent._overdue is None
-        # the truth is in P after the emergency move and the opponent's reply
-        g.push(g.legal_moves()[0])  # the opponent's reply
-        agent.observe(observe(g.position, 1), None)
-        d2 = agent.act(g.legal_moves(), Clock(TcKind.MOVETIME, movetime_ms=1000,
-                                                deadline_ms=1000))
-        assert "overdue" not in d2.info and d2.move in g.legal_moves()
-        assert agent._belief is not None
-        assert agent._belief.set.contains(g.position)
-    finally:
-        release.set()
-        agent.close()
+    g = play_an_overdue_move(agent, clock, install)
+    assert agent._belief is not None and agent._belief.set.contains(g.position)
 
 
 # --- determinism and the analysis --------------------------------------------------------------

@@ -598,47 +598,21 @@ def test_serves_the_engine_protocol() -> None:
 
 
 def test_an_overdue_move_is_answered_and_its_work_ends_off_the_clock() -> None:
-    """ZS21 under the watchdog, as Obscuro (tests/agents/test_obscuro.py): a belief stage
-    held on an event while ten fake seconds pass is answered at the plan's answer instant with
-    a legal emergency move; the work is joined when our own ply is observed, and the next move
-    is searched as usual with the true position in P."""
-    import threading
+    """The watchdog's contract (tests/agents/overdue.py), as Obscuro's, the stall in P's
+    settling; P holds the true position after the emergency move and the reply."""
+    from collections.abc import Callable
 
-    from caligo.fow.position import STARTING_FEN
+    from tests.agents.overdue import Stall, play_an_overdue_move
     from tests.clocks import Ticker
 
     clock = Ticker(step=1e-3)
     agent = ZS21Agent(evaluator=EvaluatorChoice.SIMPLE, clock=clock)
-    release = threading.Event()
-    try:
-        agent.new_game(1, STARTING_FEN, TimeControl.parse("mt=0.05"), 3)
-        g = Game()
-        g.push_uci("e2e4")
-        agent.observe(observe(g.position, 1), None)
+
+    def install(stall: Stall) -> Callable[[], None]:
         belief = agent.belief
         assert belief is not None
-        settle = belief.settle
+        belief.settle = stall(belief.settle)  # type: ignore[method-assign]
+        return lambda: delattr(belief, "settle")
 
-        def stalled(*args: object, **kwargs: object) -> None:
-            clock.t += 10.0  # ten fake seconds inside one uncuttable step
-            release.wait()
-            settle(*args, **kwargs)  # type: ignore[arg-type]
-
-        belief.settle = stalled  # type: ignore[method-assign]
-        d = agent.act(g.legal_moves(), Clock(TcKind.MOVETIME, movetime_ms=50, deadline_ms=50))
-        assert d.info["overdue"] is True and d.move in g.legal_moves()
-        assert agent._overdue is not None and not agent._overdue.done
-        release.set()
-        del belief.settle
-        g.push(d.move)
-        agent.observe(observe(g.position, 1), d.move)  # joins the overdue work
-        assert agent._overdue is None
-        g.push(g.legal_moves()[0])  # the opponent's reply
-        agent.observe(observe(g.position, 1), None)
-        d2 = agent.act(g.legal_moves(), Clock(TcKind.MOVETIME, movetime_ms=1000,
-                                                deadline_ms=1000))
-        assert "overdue" not in d2.info and d2.move in g.legal_moves()
-        assert agent.belief is not None and agent.belief.set.contains(g.position)
-    finally:
-        release.set()
-        agent.close()
+    g = play_an_overdue_move(agent, clock, install)
+    assert agent.belief is not None and agent.belief.set.contains(g.position)

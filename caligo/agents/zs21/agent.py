@@ -44,7 +44,7 @@ from caligo.agents.fow_search import (
     FowEvaluator,
     FowSearchGame,
     compact_arena,
-    emergency_move,
+    overdue_answer,
 )
 from caligo.agents.options import EvalChoice, OptionError, OptionReader
 from caligo.agents.resources import EngineResources
@@ -65,7 +65,6 @@ from caligo.fow.belief import BeliefConfig
 from caligo.fow.evaluate import LeafEvaluator, SimpleEvaluator
 from caligo.fow.expand import observation_key
 from caligo.fow.observation import Observation
-from caligo.fow.position import move_to_uci
 from caligo.limits import Deadline, Overdue, Watchdog
 from caligo.search.construct import start_key
 from caligo.search.game import KeyMode
@@ -298,12 +297,8 @@ class ZS21Agent(AgentBase):
         if isinstance(out, Overdue):
             self._overdue = out
             self._late += 1
-            move = emergency_move(self.history, self.color, legal, self._late_rng)
-            log.warning("zs21: the move's work overran its answer instant (%.0f ms, control "
-                        "back %.0f ms after it, the work at %s); playing %s", plan.answer_ms,
-                        1000.0 * out.late_s, out.where or "?", move_to_uci(move))
-            out = Decision(move, info={"overdue": True, "overdue_moves": self._late,
-                                       "time_ms": {}})
+            out = overdue_answer("zs21", out, plan.answer_ms, self.history, self.color, legal,
+                                 self._late_rng, self._late)
         total_ms = self.timer.finish(plan)
         info = dict(out.info)
         info["time_ms"] = {**info.get("time_ms", {}), "total": round(total_ms, 1)}
