@@ -79,6 +79,7 @@ __all__ = [
     "compact_arena",
     "emergency_move",
     "evaluator_factory",
+    "join_overdue",
     "overdue_answer",
 ]
 
@@ -94,6 +95,17 @@ _STATUS_OVER = -1  # a parent with a captured king was asked for children
 
 class FowSearchError(SearchError, CaligoError):
     """Bad input to the FoW search adapters (a state id, an observation, a position)."""
+
+
+def join_overdue(name: str, out: Overdue[Any] | None) -> None:
+    """Let an overdue move's work end (call it off the clock, before anything touches P or the
+    tree); its decision is dropped, and what it raised is logged."""
+    if out is None:
+        return
+    try:
+        out.join()
+    except Exception:
+        log.exception("%s: an overdue move's work failed", name)
 
 
 def overdue_answer(name: str, out: Overdue[Any], answer_ms: float,

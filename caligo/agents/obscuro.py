@@ -67,6 +67,7 @@ from caligo.agents.fow_search import (
     FowSearchGame,
     compact_arena,
     emergency_move,
+    join_overdue,
     overdue_answer,
 )
 from caligo.agents.options import EvalChoice, OptionReader
@@ -707,10 +708,7 @@ class ObscuroAgent(AgentBase):
         out, self._overdue = self._overdue, None
         if out is None:
             return
-        try:
-            out.join()
-        except Exception:
-            log.exception("obscuro: an overdue move's work failed")
+        join_overdue("obscuro", out)
         self._picture = None  # the overdue work's, of a move answered without it
         self._map_ms = 0.0
 

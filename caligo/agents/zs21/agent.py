@@ -44,6 +44,7 @@ from caligo.agents.fow_search import (
     FowEvaluator,
     FowSearchGame,
     compact_arena,
+    join_overdue,
     overdue_answer,
 )
 from caligo.agents.options import EvalChoice, OptionError, OptionReader
@@ -311,12 +312,7 @@ class ZS21Agent(AgentBase):
         """Let an overdue move's work end (off the clock: after our own ply, before anything
         touches P or the trunk); its decision is dropped."""
         out, self._overdue = self._overdue, None
-        if out is None:
-            return
-        try:
-            out.join()
-        except Exception:
-            log.exception("zs21: an overdue move's work failed")
+        join_overdue("zs21", out)
 
     def _decide(self, plan: MovePlan, legal: Sequence[int]) -> Decision:
         """The move's work (on the watchdog's thread for a timed move)."""
