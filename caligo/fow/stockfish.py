@@ -405,6 +405,9 @@ class StockfishEngine:
         self._finalizer: weakref.finalize | None = None  # type: ignore[type-arg]
         self._buf = bytearray()
         self._closed = False
+        # one request at a time: a slot's engine may be asked from two threads when a move's
+        # overdue work still runs as the next job of the same worker starts (caligo.limits)
+        self._request = threading.RLock()
         self._run(b"", 0)  # start now: a broken binary shows at once, not mid-search
 
     @property
@@ -563,7 +566,12 @@ class StockfishEngine:
         return blocks
 
     def _run(self, payload: bytes, answers: int) -> list[bytes]:
-        """Write `payload`, read `answers` bestmove blocks; restart and repeat on failure."""
+        """Write `payload`, read `answers` bestmove blocks; restart and repeat on failure (one
+        request at a time, whichever thread asks)."""
+        with self._request:
+            return self._run_locked(payload, answers)
+
+    def _run_locked(self, payload: bytes, answers: int) -> list[bytes]:
         failure: _EngineFailure | None = None
         tries = self.config.max_retries + 1
         for attempt in range(tries):

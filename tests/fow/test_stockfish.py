@@ -437,3 +437,40 @@ def test_own_call_cap_gives_the_rest_the_builtin_value(sent: list[bytes]) -> Non
     assert values[capture] == 1.0
     with pytest.raises(ValueError, match="own_call_cap"):
         StockfishConfig(own_call_cap=-1)
+
+
+@needs_stockfish
+def test_one_slot_engine_asked_from_two_threads_answers_each_its_own() -> None:
+    """A SlotPool's slot-0 engine serves any unbound thread (a move's overdue work and the next
+    job of the same worker may overlap): requests are taken one at a time, so each thread gets
+    the values a lone call gives (the reference: the same positions evaluated alone first, up
+    to Stockfish's own drift between calls)."""
+    import threading
+
+    from caligo.fow.stockfish import SlotPool
+
+    rows = [p for p in random_positions(400, seed=67) if decided(p[None, :].copy())[0] == 0]
+    a = np.ascontiguousarray(np.stack(rows[:40]))
+    b = np.ascontiguousarray(np.stack(rows[40:80]))
+    with SlotPool(StockfishConfig(cache_entries=0)) as pool:
+        alone = (pool.evaluate(a), pool.evaluate(b))
+        got: dict[str, np.ndarray] = {}
+        go = threading.Barrier(2)
+
+        def ask(name: str, positions: np.ndarray) -> None:
+            go.wait()
+            got[name] = pool.evaluate(positions)
+
+        threads = [threading.Thread(target=ask, args=(n, p)) for n, p in (("a", a), ("b", b))]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        stats = pool.stats()
+    # every position answered by the one engine, none misread: no restart, no fallback
+    assert stats.engines == 1 and stats.restarts == 0 and stats.fallbacks == 0
+    assert stats.own_calls == 160
+    # Stockfish's depth-1 score depends a little on its history tables (the order of calls),
+    # not on which thread asked: the same positions score as alone, within that drift
+    np.testing.assert_allclose(got["a"], alone[0], atol=0.2)
+    np.testing.assert_allclose(got["b"], alone[1], atol=0.2)
