@@ -83,7 +83,7 @@ from caligo.agents.timing import (
     collect_garbage,
 )
 from caligo.errors import CaligoError
-from caligo.fow.belief import BeliefConfig, BeliefSet
+from caligo.fow.belief import BeliefConfig, BeliefSet, load_rare_kernels
 from caligo.fow.errors import FowError
 from caligo.fow.evaluate import LeafEvaluator, SimpleEvaluator
 from caligo.fow.expand import observation_key
@@ -401,6 +401,7 @@ def _warm_up(pool: StockfishPool | None) -> None:
                 eng = sa._search
                 if eng is not None:
                     compact_arena(game, eng.arena)
+        load_rare_kernels()  # the belief's paths six plies do not reach
         _WARMED.add("search")
     if pool is not None and "stockfish" not in _WARMED:
         game = FowSearchGame()

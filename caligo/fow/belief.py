@@ -561,6 +561,19 @@ def _trim(out_rows: np.ndarray, out_hash: np.ndarray, n: int, keep: int) -> np.u
     return np.uint64(t)
 
 
+def load_rare_kernels() -> None:
+    """Load (from numba's cache, or compile) the kernels an update calls only on rare paths: a
+    table that grows or is bounded (`_shrink`, `_trim`) and an own move whose children must be
+    merged (`_dedupe_kernel`). A kernel's first call holds Python's lock while numba loads it
+    (10-60 ms), so the first time must not fall inside a timed move: the engines call this in
+    their warm-up. Tiny inputs of the dtypes an update passes."""
+    table = np.zeros((4, 2), dtype=np.uint64)
+    _shrink(table, np.zeros((4, 2), dtype=np.uint64), _ALL)
+    rows = np.zeros((1, ROW_WORDS), dtype=np.uint64)
+    _trim(rows, np.zeros(1, dtype=np.uint64), 1, 1)
+    _dedupe_kernel(rows, 1, table)
+
+
 @njit(cache=True, nogil=True)
 def _pack_many(positions: np.ndarray, out: np.ndarray) -> int:
     """Pack positions uint64 (n, 16) into rows uint64 (n, ROW_WORDS); return n."""

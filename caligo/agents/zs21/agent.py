@@ -62,10 +62,11 @@ from caligo.agents.timing import ZS21 as ZS21_POLICY
 from caligo.agents.zs21.config import Penalty, ZS21Budget, ZS21Config, ZS21ConfigError
 from caligo.agents.zs21.search import ZS21Search
 from caligo.agents.zs21.tree import decision_seed
-from caligo.fow.belief import BeliefConfig
-from caligo.fow.evaluate import LeafEvaluator, SimpleEvaluator
+from caligo.fow.belief import BeliefConfig, load_rare_kernels
+from caligo.fow.evaluate import LeafEvaluator, SimpleEvaluator, decided
 from caligo.fow.expand import observation_key
 from caligo.fow.observation import Observation
+from caligo.fow.stockfish import fen_bytes
 from caligo.limits import Deadline, Overdue, Watchdog
 from caligo.search.construct import start_key
 from caligo.search.game import KeyMode
@@ -120,6 +121,12 @@ def warm_up() -> None:
     states = search.arena.nodes.state[:2].astype(np.int64)
     game.forcing(states, states, search.arena.nodes.action[:2])
     compact_arena(game, search.arena)
+    # what the searches above did not reach: the Stockfish leaf's FEN, the decided codes of
+    # its root positions, and the belief's rare paths
+    positions = game.positions(np.array([0]))
+    fen_bytes(positions[0])
+    decided(positions)
+    load_rare_kernels()
 
 
 class ZS21Agent(AgentBase):
