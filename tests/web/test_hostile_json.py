@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from caligo.web import WebConfig, create_app
 from caligo.web.errors import BadRequestError
 from caligo.web.guard import GuardConfig
-from caligo.web.live import ClientKind, parse_client_message
+from caligo.web.schemas import ClientKind, parse_client_message
 
 FRAME_LIMIT = 4096
 DEEP = "[" * 2000 + "]" * 2000  # 4,000 bytes: under the frame limit, past the recursion limit

@@ -25,8 +25,9 @@ from caligo.fow.observation import observe
 from caligo.fow.position import BLACK, KING, WHITE, move_from_uci, move_to_uci
 from caligo.fow.view import view_data
 from caligo.play.session import GameSession, SessionConfig
-from caligo.web.live import LiveGame, WebGameMeta
+from caligo.web.live import LiveGame
 from caligo.web.seat_view import SeatTracker, own_san
+from caligo.web.store import WebGameMeta
 from tests.web.helpers import (
     check_state_keys,
     holds_picture,
