@@ -83,7 +83,8 @@ from caligo.agents.timing import (
     collect_garbage,
 )
 from caligo.errors import CaligoError
-from caligo.fow.belief import BeliefConfig, BeliefSet, load_rare_kernels
+from caligo.fow.belief import BeliefConfig, BeliefSet
+from caligo.fow.belief_kernels import load_rare_kernels
 from caligo.fow.errors import FowError
 from caligo.fow.evaluate import LeafEvaluator, SimpleEvaluator
 from caligo.fow.expand import observation_key

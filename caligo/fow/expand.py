@@ -47,7 +47,7 @@ import numpy as np
 from numba import njit
 
 from caligo.errors import CaligoError
-from caligo.fow.belief import _mix64
+from caligo.fow.belief_kernels import _mix64
 from caligo.fow.bitboard import U0
 from caligo.fow.errors import FowError
 from caligo.fow.game import Game, Termination

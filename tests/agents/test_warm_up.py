@@ -80,7 +80,7 @@ def test_no_kernel_is_loaded_after_the_warm_up(engine: str) -> None:
 def test_the_rare_belief_kernels_are_loaded_with_the_update_s_types() -> None:
     """`load_rare_kernels` gives each rare-path kernel the signature an update calls it with
     (2-D C-contiguous uint64 tables and rows, int64 counts, a uint64 threshold)."""
-    from caligo.fow import belief
+    from caligo.fow import belief_kernels as belief
 
     belief.load_rare_kernels()
     table = "Array(uint64, 2, 'C', False, aligned=True)"

@@ -28,10 +28,10 @@ from caligo.fow.belief import (
     BeliefError,
     BeliefSet,
     SizeKind,
-    _expand_kernel,
     pack_positions,
     piece_shares,
 )
+from caligo.fow.belief_kernels import _expand_kernel
 from caligo.fow.movegen import legal_moves
 from caligo.fow.observation import (
     Observation,

@@ -62,7 +62,8 @@ from caligo.agents.timing import ZS21 as ZS21_POLICY
 from caligo.agents.zs21.config import Penalty, ZS21Budget, ZS21Config, ZS21ConfigError
 from caligo.agents.zs21.search import ZS21Search
 from caligo.agents.zs21.tree import decision_seed
-from caligo.fow.belief import BeliefConfig, load_rare_kernels
+from caligo.fow.belief import BeliefConfig
+from caligo.fow.belief_kernels import load_rare_kernels
 from caligo.fow.evaluate import LeafEvaluator, SimpleEvaluator, decided
 from caligo.fow.expand import observation_key
 from caligo.fow.observation import Observation

@@ -1,0 +1,380 @@
+"""The update of P (`caligo.fow.belief`) as it runs: its settings (`BeliefConfig`), what it
+reports (`UpdateStats`, `SizeKind`), its errors, and the driver of the expansion kernel
+(`_Expansion`: buffers that grow, a table that is bounded, a deadline checked between chunks of
+parents, a partial update finished later). `BeliefSet` in `caligo.fow.belief` is the API."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+
+from caligo.fow.belief_kernels import (
+    _ALL,
+    BATCH,
+    ROW_WORDS,
+    S_DISTINCT,
+    S_ILLEGAL,
+    S_MATCHED,
+    S_NEXT,
+    S_ROWS,
+    S_TABLE,
+    S_TESTED,
+    S_WORDS,
+    ST_DONE,
+    ST_GROW_TABLE,
+    ST_OVERFLOW,
+    _dedupe_kernel,
+    _expand_kernel,
+    _own_move_kernel,
+    _shrink,
+    _trim,
+    _unpack_many,
+    own_move_needs_dedupe,
+)
+from caligo.fow.errors import FowError, TooManyMovesError
+from caligo.fow.movegen import MAX_MOVES
+from caligo.fow.observation import Observation
+from caligo.fow.position import (
+    POS_WORDS,
+    to_fen,
+)
+from caligo.limits import Deadline
+
+
+class SizeKind(Enum):
+    """How `BeliefSet.size_seen` relates to the true |P|."""
+
+    EXACT = "exact"  # the update ran from an exact P and counted every distinct child
+    LOWER_BOUND = "lower bound"  # the update ran from a sample: the true |P| is at least this
+    ESTIMATE = "estimate"  # too many to count within the memory bound: a bottom-k estimate
+
+
+class BeliefError(FowError):
+    """A belief update that cannot be right: e.g. P became empty (observations inconsistent)."""
+
+
+@dataclass(frozen=True)
+class BeliefConfig:
+    """Settings of a belief set.
+
+    max_positions: memory cap, in stored positions (104 bytes each).
+    count_factor: an update counts distinct children exactly up to count_factor * max_positions
+        (16-byte fingerprints); past that it keeps counting a bottom-k sketch and reports an
+        estimate. Peak update memory is about (208 + 64 * count_factor) bytes * max_positions
+        on top of P itself.
+    seed: seeds the per-update fingerprint salt, hence which positions a capped P keeps.
+    """
+
+    max_positions: int = 2_000_000
+    count_factor: int = 4
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_positions, int) or self.max_positions < 1:
+            raise ValueError(f"max_positions must be a positive int, got {self.max_positions!r}")
+        if not isinstance(self.count_factor, int) or self.count_factor < 2:
+            raise ValueError(f"count_factor must be an int >= 2, got {self.count_factor!r}")
+
+
+@dataclass(frozen=True)
+class UpdateStats:
+    """What one update did: candidate children tested, matching children (before
+    deduplication), distinct matches (an estimate when `distinct_estimated`: the counting table
+    hit its limit), parents lacking the own move (always 0 unless observations and moves
+    disagree)."""
+
+    tested: int
+    matched: int
+    distinct: int
+    distinct_estimated: bool
+    illegal_parents: int
+
+
+@dataclass
+class _Update:
+    """An opponent-ply update that stopped at a deadline, shared by the partial sets made
+    from it; `generation` counts them, so only the newest one may go on (an older one would
+    repeat or skip work)."""
+
+    exp: _Expansion
+    obs: Observation
+    exact: bool  # the parents were exact
+    generation: int = 0
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """What a partial set holds: its update and the generation it saw."""
+
+    update: _Update
+    generation: int
+
+    def consume(self) -> _Update:
+        """The update, for the one call that goes on from this set; BeliefError if an
+        earlier call did already."""
+        upd = self.update
+        if upd.generation != self.generation:
+            raise BeliefError("this partial belief set was already completed or truncated "
+                              "(use the set the last call returned)")
+        upd.generation += 1
+        return upd
+
+
+_GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+
+
+def _spread_multiplier(n: int) -> int:
+    """An int near n / golden ratio coprime to n: visiting i -> (mul * i + add) % n spreads
+    every prefix of the visits evenly over the n parents (a Weyl sequence)."""
+    if n <= 2:
+        return 1
+    mul = max(1, round(n * _GOLDEN))
+    while math.gcd(mul, n) != 1:
+        mul += 1
+    return mul % n or 1
+
+
+def _buffer_sizes(n: int, config: BeliefConfig) -> tuple[int, int]:
+    """(rows, hash-table slots) an update of `n` parents starts with (`_Expansion`)."""
+    cap = config.max_positions
+    row_limit = 2 * cap + MAX_MOVES + BATCH
+    row_cap = min(max(1024, 4 * n), row_limit)
+    tsize = 1 << max(11, int(2 * min(row_cap, config.count_factor * cap)).bit_length())
+    return row_cap, tsize
+
+
+@dataclass(eq=False)
+class Scratch:
+    """The buffers of the next opponent-ply update, made and touched ahead of it
+    (`BeliefSet.scratch`): an update's first writes into fresh memory are page faults, its
+    hash table's random ones the worst (a 100,000-row P's update spent 40 ms of a 30 ms
+    belief stage on them on a 2-core machine). An agent makes the scratch after its own ply,
+    on the opponent's time. One update uses it (`used`); a second one given it allocates its
+    own (the table is no longer zero)."""
+
+    rows: np.ndarray
+    hashes: np.ndarray
+    table: np.ndarray
+    used: bool = False
+
+
+class _Expansion:
+    """One opponent-ply update of P in progress: the kernel's buffers and counters, resumable
+    between deadlines (`run`), with the rows found so far available at any time (`rows`).
+
+    Parents are visited in a spread order when `spread` (`_spread_multiplier`, random offset):
+    then the children found before a deadline are those of an evenly spread subset of P,
+    which is what a cut-off update keeps. Without `spread`, the natural order (the rows come
+    out exactly as a one-go update makes them).
+
+    `rows()` lends its buffer's first rows rather than copying them (a 1M-row copy into fresh
+    pages took 250 ms of a 390 ms belief stage on this machine, past its deadline): the
+    kernel only appends past them, and before anything rewrites them in place (a resumed
+    update, a trim at the cap) the buffer is copied (`_own`), on the opponent's time.
+    """
+
+    def __init__(self, rows: np.ndarray, player: int, target: np.ndarray, clocks: np.uint64,
+                 config: BeliefConfig, rng: np.random.Generator, spread: bool,
+                 scratch: Scratch | None = None) -> None:
+        cap = config.max_positions
+        self.src = np.ascontiguousarray(rows)
+        self.n = int(self.src.shape[0])
+        self.player = player
+        self.target = target
+        self.clocks = clocks
+        self.cap = cap
+        self.salt = np.uint64(rng.integers(0, 2**64 - 1, dtype=np.uint64, endpoint=True))
+        self.mul, self.add = 1, 0
+        if spread and self.n > 2:
+            self.mul = _spread_multiplier(self.n)
+            self.add = int(rng.integers(0, self.n))
+        top = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+        self.top = top
+        self.threshold = top  # rows stored: fingerprints <= threshold
+        self.count_threshold = top  # fingerprints counted: <= count_threshold
+        self.count_limit = config.count_factor * cap
+        self.row_limit = 2 * cap + MAX_MOVES + BATCH
+        row_cap, tsize = _buffer_sizes(self.n, config)
+        if (scratch is not None and not scratch.used
+                and scratch.rows.shape == (row_cap, ROW_WORDS)
+                and scratch.table.shape == (tsize, 2)):
+            scratch.used = True
+            self.out_rows, self.out_hash, self.table = scratch.rows, scratch.hashes, scratch.table
+        else:
+            self.out_rows = np.empty((row_cap, ROW_WORDS), dtype=np.uint64)
+            self.out_hash = np.empty(row_cap, dtype=np.uint64)
+            self.table = np.zeros((tsize, 2), dtype=np.uint64)
+        self.state = np.zeros(S_WORDS, dtype=np.int64)
+        self.seconds = 0.0
+        self._lent = False  # out_rows[:S_ROWS] is held by a set (`rows`)
+
+    @property
+    def visited(self) -> int:
+        """Parents expanded so far."""
+        return int(self.state[S_NEXT])
+
+    @property
+    def done(self) -> bool:
+        """True once every parent was expanded."""
+        return self.visited >= self.n
+
+    def run(self, deadline: Deadline | None = None) -> bool:
+        """Expand more parents: all of them, or in chunks until `deadline`'s hard instant
+        (at least one chunk, and on until a child is found: P is never empty). Return
+        `done`."""
+        t0 = time.perf_counter()
+        self._own()
+        if deadline is None:
+            self._step(self.n)
+        else:
+            chunk = 256
+            while not self.done:
+                if deadline.passed() and self.state[S_ROWS] > 0:
+                    break
+                c0 = deadline.now()
+                before = self.visited
+                self._step(min(self.n, before + chunk))
+                per = (deadline.now() - c0) / max(self.visited - before, 1)
+                # chunks of about 2 ms (and never past what is left)
+                left = max(deadline.left(), 0.0)
+                chunk = int(min(2e-3, left / 2) / max(per, 1e-9))
+                chunk = max(32, min(chunk, 1 << 16))
+        self.seconds += time.perf_counter() - t0
+        return self.done
+
+    def _step(self, end: int) -> None:
+        """Run the kernel over the visits up to `end`, growing buffers and trimming at the cap
+        as it asks."""
+        cap = self.cap
+        while True:
+            status = _expand_kernel(
+                self.src, end, self.n, self.mul, self.add, self.player, self.target,
+                self.clocks, self.salt, self.threshold, self.count_threshold, self.out_rows,
+                self.out_hash, self.table, self.state, MAX_MOVES,
+            )  # fmt: skip
+            if status == ST_DONE:
+                return
+            if status == ST_OVERFLOW:
+                raise _overflow(self.src[self.parent_of(self.visited)], self.clocks)
+            state = self.state
+            if status == ST_GROW_TABLE and state[S_TABLE] < self.count_limit:
+                new_table = np.zeros((2 * self.table.shape[0], 2), dtype=np.uint64)
+                _shrink(self.table, new_table, _ALL)  # a plain rehash into a larger table
+                self.table = new_table
+            elif status == ST_GROW_TABLE:
+                # bound the table: keep counting only the distinct children whose fingerprint
+                # is among the count_limit/2 smallest so far (a bottom-k sketch); the stored
+                # rows, trimmed to the cap first, all lie below that bound
+                if state[S_ROWS] > cap:
+                    self.threshold = np.uint64(
+                        _trim(self.out_rows, self.out_hash, int(state[S_ROWS]), cap))
+                    state[S_ROWS] = cap
+                hashes = self.table[:, 0][self.table[:, 0] != 0]
+                k = self.count_limit // 2
+                kth = np.partition(hashes, k - 1)[k - 1]
+                self.count_threshold = np.uint64(max(int(kth), int(self.threshold)))
+                new_table = np.zeros_like(self.table)
+                state[S_TABLE] = _shrink(self.table, new_table, self.count_threshold)
+                self.table = new_table
+            elif self.out_rows.shape[0] < self.row_limit:
+                grown = min(2 * self.out_rows.shape[0], self.row_limit)
+                extra = grown - self.out_rows.shape[0]
+                self.out_rows = np.concatenate(
+                    [self.out_rows, np.empty((extra, ROW_WORDS), dtype=np.uint64)])
+                self.out_hash = np.concatenate(
+                    [self.out_hash, np.empty(extra, dtype=np.uint64)])
+            else:
+                self.threshold = np.uint64(
+                    _trim(self.out_rows, self.out_hash, int(state[S_ROWS]), cap))
+                state[S_ROWS] = cap
+
+    def parent_of(self, visit: int) -> int:
+        """The row index of the `visit`-th parent visited."""
+        return (self.mul * visit + self.add) % max(self.n, 1)
+
+    def _own(self) -> None:
+        """Take the row buffer back from the sets it was lent to (copy its stored rows)."""
+        if self._lent:
+            n = int(self.state[S_ROWS])
+            rows = np.empty_like(self.out_rows)
+            rows[:n] = self.out_rows[:n]
+            self.out_rows = rows
+            self._lent = False
+
+    def rows(self) -> tuple[np.ndarray, UpdateStats]:
+        """The children found so far (at most the cap), lent (class docstring), and the
+        statistics: the final result once `done`; before that, `distinct` estimates the
+        whole update's count from the share of parents visited."""
+        n = int(self.state[S_ROWS])
+        if n > self.cap:
+            self._own()
+            self.threshold = np.uint64(_trim(self.out_rows, self.out_hash, n, self.cap))
+            self.state[S_ROWS] = n = self.cap
+        out = self.out_rows[:n]
+        self._lent = True
+        estimate: int | None = None
+        if self.count_threshold != self.top:
+            # distinct children estimated from the counted fraction of the fingerprint space
+            estimate = round(int(self.state[S_TABLE]) * 2.0**64 / (int(self.count_threshold) + 1))
+            estimate = max(estimate, n + 1)
+        if not self.done:
+            seen = estimate if estimate is not None else int(self.state[S_DISTINCT])
+            estimate = max(n, round(seen * self.n / max(self.visited, 1)))
+        return out, _stats(self.state, estimate)
+
+
+def _expand(
+    rows: np.ndarray,
+    player: int,
+    target: np.ndarray,
+    own_move: int,
+    clocks: np.uint64,
+    config: BeliefConfig,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, UpdateStats]:
+    """An own-move update (P's rows after `own_move` and the observation `target`), or a
+    whole opponent-ply update run in one go.
+
+    Returns (rows uint64 (k, ROW_WORDS) with k <= max_positions, the update's statistics).
+    """
+    src = np.ascontiguousarray(rows)
+    if own_move >= 0:
+        # |children| <= |parents| <= cap: no table, no trimming
+        out = np.empty((src.shape[0], ROW_WORDS), dtype=np.uint64)
+        st = np.zeros(S_WORDS, dtype=np.int64)
+        n = _own_move_kernel(
+            src, src.shape[0], player, target, own_move, clocks, out, st, MAX_MOVES
+        )
+        if n < 0:
+            raise _overflow(src[int(st[S_NEXT])], clocks)
+        if n > 1 and own_move_needs_dedupe(player, own_move):
+            table = np.zeros((1 << max(4, (2 * n).bit_length()), 2), dtype=np.uint64)
+            n = _dedupe_kernel(out, n, table)
+            st[S_ROWS] = st[S_DISTINCT] = n
+        return out[:n].copy(), _stats(st)
+    exp = _Expansion(src, player, target, clocks, config, rng, spread=False)
+    exp.run(None)
+    return exp.rows()
+
+
+def _overflow(row: np.ndarray, clocks: np.uint64) -> TooManyMovesError:
+    pos = np.empty((1, POS_WORDS), dtype=np.uint64)
+    _unpack_many(np.ascontiguousarray(row[None, :]), clocks, pos)
+    return TooManyMovesError(
+        f"a position of P, {to_fen(pos[0])!r}, has more than MAX_MOVES = {MAX_MOVES} FoW moves "
+        "(possible only in a position built by hand)"
+    )
+
+
+def _stats(state: np.ndarray, estimate: int | None = None) -> UpdateStats:
+    return UpdateStats(
+        tested=int(state[S_TESTED]),
+        matched=int(state[S_MATCHED]),
+        distinct=int(state[S_DISTINCT]) if estimate is None else estimate,
+        distinct_estimated=estimate is not None,
+        illegal_parents=int(state[S_ILLEGAL]),
+    )
