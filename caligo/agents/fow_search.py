@@ -42,34 +42,37 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from caligo.agents.base import Decision
+from caligo.agents.fow_kernels import (
+    _count_kernel,
+    _describe_kernel,
+    _expand_states_kernel,
+    _forcing_kernel,
+    _positions_zobrist_kernel,
+    _zobrist_kernel,
+)
 from caligo.errors import CaligoError
 from caligo.fow.belief import BeliefConfig, BeliefSet, Scratch
-from caligo.fow.bitboard import U0, lsb, popcount
+from caligo.fow.errors import FowError
 from caligo.fow.evaluate import LeafEvaluator, SimpleEvaluator
-from caligo.fow.expand import expand_kernel, obs_hash, observation_key, terminal_kind
-from caligo.fow.movegen import MAX_MOVES, count_moves
-from caligo.fow.observation import O_VISIBLE, OBS_WORDS, Observation, observe_kernel
+from caligo.fow.expand import observation_key
+from caligo.fow.observation import Observation
 from caligo.fow.position import (
-    KIND_PROMOTION,
     KING,
     POS_WORDS,
     STARTING_FEN,
-    W_STM,
     from_fen,
     move_to_uci,
-    square_attacked,
-    zobrist_key,
 )
 from caligo.limits import Deadline, Overdue
 from caligo.search.arena import Arena
 from caligo.search.config import SearchError
-from caligo.search.game import TERMINAL, ChildBatch, KeyMode, StateInfo
+from caligo.search.game import ChildBatch, KeyMode, StateInfo
 
 __all__ = [
     "FowBelief",
@@ -89,9 +92,6 @@ log = logging.getLogger(__name__)
 
 CHUNK_ROWS = 1 << 16
 """The store grows by at least this many rows (8 MB) at a time."""
-
-_STATUS_OVER = -1  # a parent with a captured king was asked for children
-
 
 class FowSearchError(SearchError, CaligoError):
     """Bad input to the FoW search adapters (a state id, an observation, a position)."""
@@ -134,157 +134,6 @@ def emergency_move(history: Sequence[tuple[int | None, Observation]], color: int
             sq = king.bit_length() - 1
             move = next((int(m) for m in legal if (int(m) >> 6) & 63 == sq), move)
     return move
-
-
-# --- kernels ---------------------------------------------------------------------------------
-
-
-@njit(cache=True, nogil=True)
-def _count_kernel(store: np.ndarray, parents: np.ndarray, counts: np.ndarray) -> int:
-    """Write the number of FoW moves of each parent into counts; return the total, or -1 if a
-    parent has a captured king (the game ended there).
-
-    store uint64 (rows, 16); parents int64 (k,); counts int64 (k,).
-    """
-    total = 0
-    for i in range(parents.shape[0]):
-        pos = store[parents[i]]
-        if pos[KING] == U0 or pos[6 + KING] == U0:
-            return _STATUS_OVER
-        n = count_moves(pos)
-        counts[i] = n
-        total += n
-    return total
-
-
-@njit(cache=True, nogil=True)
-def _expand_states_kernel(
-    store: np.ndarray,
-    parents: np.ndarray,
-    row0: int,
-    ptr: np.ndarray,
-    child: np.ndarray,
-    action: np.ndarray,
-    player: np.ndarray,
-    obs: np.ndarray,
-    utility: np.ndarray,
-) -> int:
-    """Expand every parent into consecutive store rows from row0; return the child count.
-
-    store uint64 (rows, 16), rows >= row0 + total children; parents int64 (k,) (rows below
-    row0). Outputs (n = total children): ptr int64 (k+1,) CSR offsets; child int64 (n,) the
-    child rows; action int32 (n,) the moves; player int8 (n,) side to move or TERMINAL;
-    obs uint64 (n, 2) White's and Black's observation keys; utility float64 (n,) White's value
-    at terminal children (0 elsewhere). Returns -1 (`_STATUS_OVER`) if a parent has a captured
-    king or its children do not fit the rows the count pass reserved.
-    """
-    moves = np.empty(MAX_MOVES, dtype=np.uint16)
-    keys = np.empty((MAX_MOVES, 2), dtype=np.uint64)
-    term = np.empty(MAX_MOVES, dtype=np.int8)
-    vals = np.empty(MAX_MOVES, dtype=np.float64)
-    cnt = np.empty(1, dtype=np.int64)
-    cap = store.shape[0]
-    j = 0
-    ptr[0] = 0
-    for i in range(parents.shape[0]):
-        lo = row0 + j
-        hi = min(lo + MAX_MOVES, cap)
-        status = expand_kernel(store[parents[i]], store[lo:hi], moves, keys, term, vals, cnt)
-        if status != 0:
-            return _STATUS_OVER
-        n = int(cnt[0])
-        for c in range(n):
-            r = j + c
-            child[r] = lo + c
-            action[r] = moves[c]
-            player[r] = TERMINAL if term[c] != 0 else np.int8(store[lo + c, W_STM])
-            obs[r, 0] = keys[c, 0]
-            obs[r, 1] = keys[c, 1]
-            utility[r] = vals[c]
-        j += n
-        ptr[i + 1] = j
-    return j
-
-
-@njit(cache=True, nogil=True)
-def _describe_kernel(
-    store: np.ndarray, states: np.ndarray, player: np.ndarray, utility: np.ndarray,
-    obs: np.ndarray,
-) -> int:
-    """Acting player (side to move or TERMINAL), White's terminal utility and both observation
-    keys of each state; returns 0.
-
-    store uint64 (rows, 16); states int64 (k,); player int8 (k,); utility float64 (k,);
-    obs uint64 (k, 2).
-    """
-    o = np.empty(OBS_WORDS, dtype=np.uint64)
-    for i in range(states.shape[0]):
-        pos = store[states[i]]
-        stm = int(pos[W_STM])
-        observe_kernel(pos, 0, o)
-        obs[i, 0] = obs_hash(o)
-        vis = o[O_VISIBLE]
-        observe_kernel(pos, 1, o)
-        obs[i, 1] = obs_hash(o)
-        if stm == 1:
-            vis = o[O_VISIBLE]
-        kind = terminal_kind(pos, vis)
-        utility[i] = 0.0
-        if kind == 0:
-            player[i] = stm
-        else:
-            player[i] = TERMINAL
-            if kind == 1:
-                utility[i] = 1.0 if pos[6 + KING] == U0 else -1.0
-    return 0
-
-
-@njit(cache=True, nogil=True)
-def _zobrist_kernel(store: np.ndarray, states: np.ndarray, out: np.ndarray) -> int:
-    """out[i] = the Zobrist key of store[states[i]]; returns 0 (uint64 out (k,))."""
-    for i in range(states.shape[0]):
-        out[i] = zobrist_key(store[states[i]])
-    return 0
-
-
-@njit(cache=True, nogil=True)
-def _positions_zobrist_kernel(positions: np.ndarray, out: np.ndarray) -> int:
-    """out[i] = the Zobrist key of positions[i] (uint64 (k, 16) -> uint64 (k,)); returns 0."""
-    for i in range(positions.shape[0]):
-        out[i] = zobrist_key(positions[i])
-    return 0
-
-
-@njit(cache=True, nogil=True)
-def _forcing_kernel(store: np.ndarray, parents: np.ndarray, children: np.ndarray,
-                    moves: np.ndarray, out: np.ndarray) -> int:
-    """out[i] = child i is a capture, a promotion or gives check (Zhang & Sandholm 2021, appendix
-    D.2's "forcing" moves); returns 0.
-
-    store uint64 (rows, 16); parents, children int64 (n,) (child i was reached from parents[i]
-    by moves[i], int32 (n,)); out bool (n,). A capture leaves the side to move of the child
-    with fewer pieces than in the parent; a check means the side that moved attacks the king
-    of the side to move. A captured king counts as a capture.
-    """
-    for i in range(children.shape[0]):
-        par = store[parents[i]]
-        ch = store[children[i]]
-        stm = int(ch[W_STM])  # the side that did not move
-        base = stm * 6
-        before = U0
-        after = U0
-        for p in range(6):
-            before |= par[base + p]
-            after |= ch[base + p]
-        if popcount(after) < popcount(before):
-            out[i] = True
-            continue
-        if (int(moves[i]) >> 14) & 3 == KIND_PROMOTION:
-            out[i] = True
-            continue
-        king = ch[base + KING]
-        out[i] = king != U0 and square_attacked(ch, lsb(king), 1 - stm)
-    return 0
 
 
 # --- the game --------------------------------------------------------------------------------
@@ -455,6 +304,10 @@ def compact_arena(game: FowSearchGame, arena: Arena) -> None:
 # --- the belief ------------------------------------------------------------------------------
 
 
+REPAIR_ATTEMPTS = 3
+"""Replays with fresh sampling salts before a lost P is given up (`FowBelief`)."""
+
+
 class FowBelief:
     """The search's `BeliefTracker` over `caligo.fow.BeliefSet` (module docstring).
 
@@ -467,6 +320,13 @@ class FowBelief:
     children of an evenly spread part of the parents); `finish(deadline)` completes it after
     the agent's move (on the opponent's time) or, past its deadline, gives the rest up and
     says so (P is then a reported subsample). An own move's update runs at once.
+
+    Repair. When the memory cap made P a uniform subsample, an observation may leave none of
+    its positions (the true P is not empty: `BeliefError`). The update then replays the
+    observations since the last exact P with fresh sampling salts (`REPAIR_ATTEMPTS` times);
+    if no replay survives, P is given up (`lost`: every later update is skipped and the agent
+    plays its emergency move, `emergency_move`) rather than raising into the agent.
+    `repairs` counts the replays that succeeded.
     """
 
     def __init__(self, game: FowSearchGame, player: int, config: BeliefConfig | None = None,
@@ -482,6 +342,10 @@ class FowBelief:
         self._scratch: Scratch | None = None  # the next update's buffers (`prepare`)
         self._set = BeliefSet.initial(self.player, game.start_fen, self.config)
         self.cut = 0  # partial updates given up (P became a reported subsample)
+        self._base = self._set  # the last exact P, and the observations since (repair)
+        self._since: list[tuple[int | None, Observation]] = []
+        self.repairs = 0
+        self.lost = False
 
     @property
     def set(self) -> BeliefSet:
@@ -502,6 +366,10 @@ class FowBelief:
         self._scratch = None
         self.cut = 0
         self._set = BeliefSet.initial(self.player, self.game.start_fen, self.config)
+        self._base = self._set
+        self._since = []
+        self.repairs = 0
+        self.lost = False
 
     def expect(self, observation: Observation) -> None:
         """The observation the next `update(key, ...)` stands for."""
@@ -520,14 +388,22 @@ class FowBelief:
                                      "observation (call expect(observation) first)")
             o = pending
         self._pending = None
+        if self.lost:  # P was given up: nothing follows it any more
+            return
         if own_action is not None:
             self.settle()
-            if self._set.partial:
-                self._set = self._set.complete()
-            self._set = self._set.update_own_move(int(own_action), o)
+            self._since.append((int(own_action), o))
             self._scratch = None  # sized for the set before
+            try:
+                if self._set.partial:
+                    self._set = self._set.complete()
+                self._set = self._set.update_own_move(int(own_action), o)
+            except FowError as exc:
+                self._repair(exc)
+            self._checkpoint()
         else:
             self.settle()  # a second opponent ply in a row (never in FoW chess): apply the first
+            self._since.append((None, o))
             self._queued = o
 
     @property
@@ -552,21 +428,63 @@ class FowBelief:
         if o is None:
             return
         scratch, self._scratch = self._scratch, None
-        self._set = self._set.update_opponent_move(o, deadline, spread, scratch)
+        try:
+            self._set = self._set.update_opponent_move(o, deadline, spread, scratch)
+        except FowError as exc:
+            self._queued = None
+            self._repair(exc)
+            return
         self._queued = None
+        self._checkpoint()
 
     def finish(self, deadline: Deadline | None = None) -> bool:
         """Complete a partial update (until `deadline`); past it, give the rest up (P becomes
         a reported subsample). Return True when P was completed (or was not partial)."""
         self.settle()
-        if not self._set.partial:
+        if self.lost or not self._set.partial:
             return True
-        self._set = self._set.complete(deadline)
+        try:
+            self._set = self._set.complete(deadline)
+        except FowError as exc:
+            self._repair(exc)
+            return True
         if self._set.partial:
             self._set = self._set.truncate()
             self.cut += 1
             return False
+        self._checkpoint()
         return True
+
+    def _checkpoint(self) -> None:
+        """An exact, complete P is the base a repair replays from."""
+        if self._set.exact and not self._set.partial and not self.lost:
+            self._base = self._set
+            self._since = []
+
+    def _repair(self, exc: FowError) -> None:
+        """The capped subsample lost every position consistent with an observation: replay
+        the observations since the last exact P with fresh sampling salts; if no replay
+        survives, give P up (`lost`). The class docstring says why."""
+        log.warning("%s; replaying %d plies with new salts", exc, len(self._since))
+        base = self._base
+        for attempt in range(1, REPAIR_ATTEMPTS + 1):
+            cfg = replace(base.config, seed=base.config.seed + 7919 * attempt)
+            bel = replace(base, config=cfg)
+            try:
+                for own, obs in self._since:
+                    bel = (bel.update_opponent_move(obs) if own is None
+                           else bel.update_own_move(own, obs))
+            except FowError:
+                continue
+            self._set = bel
+            self._scratch = None
+            self.repairs += 1
+            return
+        log.error("P is lost (no subsample survived %d replays); playing without it",
+                  REPAIR_ATTEMPTS)
+        self.lost = True
+        self._queued = None
+        self._scratch = None
 
     @property
     def partial(self) -> bool:

@@ -30,9 +30,10 @@ a stall that no poll can cut is answered at the plan's answer instant with the e
 (`overdue` in the analysis), and the work ends on the opponent's time.
 
 P's memory cap: when the capped subsample loses every position consistent with an
-observation, the observations since the last exact P are replayed with fresh sampling salts;
-if none survives, P is given up for the rest of the game (the agent then captures a visible king
-or plays a uniformly drawn legal move) rather than crashing.
+observation, `FowBelief` (`caligo.agents.fow_search`) replays the observations since the last
+exact P with fresh sampling salts; if none survives, P is given up for the rest of the game (the
+agent then plays its emergency move: a visible king captured, else a uniformly drawn legal move)
+rather than crashing. ZS21 shares the mechanism.
 
 Stockfish processes: the search starts fresh expander threads at every move, and
 `StockfishPool` binds an engine to a thread, so a plain pool would start new processes every
@@ -42,7 +43,8 @@ processes are started once per agent (its first game) and get `ucinewgame` at ev
 one, so a game's scores are those of fresh processes and a game starts without starting a
 process.
 
-Options (`obscuro:key=value,...`, `ObscuroConfig.from_options`): see `OPTIONS_HELP`.
+Options (`obscuro:key=value,...`, `ObscuroConfig.from_options`): see `OPTIONS_HELP`; the
+settings live in `caligo.agents.obscuro_config`.
 """
 
 from __future__ import annotations
@@ -53,8 +55,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from enum import Enum
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -70,47 +71,46 @@ from caligo.agents.fow_search import (
     join_overdue,
     overdue_answer,
 )
-from caligo.agents.options import EvalChoice, OptionReader
+from caligo.agents.obscuro_config import (
+    MIN_CAPACITY,
+    MIN_TIMED_CAPACITY,
+    NODES_PER_S_SIMPLE,
+    NODES_PER_S_STOCKFISH,
+    OPTIONS_HELP,
+    Ablation,
+    ObscuroConfig,
+    ObscuroConfigError,
+    parse_budget,
+    stockfish_available,
+)
+from caligo.agents.options import EvalChoice
 from caligo.agents.resources import EngineResources
 from caligo.agents.timing import (
-    OBSCURO,
-    UNTIMED,
     MovePlan,
     MoveTimer,
-    TcKind,
     TimeControl,
-    TimingPolicy,
     collect_garbage,
 )
 from caligo.errors import CaligoError
-from caligo.fow.belief import BeliefConfig, BeliefSet
+from caligo.fow.belief import BeliefConfig
 from caligo.fow.belief_kernels import load_rare_kernels
-from caligo.fow.errors import FowError
 from caligo.fow.evaluate import LeafEvaluator, SimpleEvaluator
 from caligo.fow.expand import observation_key
 from caligo.fow.observation import Observation
 from caligo.fow.position import move_to_uci
 from caligo.fow.stockfish import (
     SlotPool,
-    StockfishConfig,
-    StockfishError,
     StockfishPool,
-    find_stockfish,
 )
 from caligo.limits import Deadline, Limits, Overdue, Watchdog
 from caligo.search.agent import SearchAgent
 from caligo.search.config import (
-    PRESETS,
-    Expansion,
     Iterations,
-    Preset,
     Purification,
-    ResolvePrior,
     Schedule,
     SearchConfig,
     SearchResult,
     Seconds,
-    SubgameKind,
 )
 from caligo.search.purify import purify
 
@@ -129,213 +129,18 @@ __all__ = [
 ]
 
 
-class ObscuroConfigError(CaligoError, ValueError):
-    """A malformed Obscuro option or configuration field; the message quotes it."""
-
-
 class ObscuroSearchMismatch(CaligoError):
     """The searched infoset's moves differ from the referee's legal moves (a bug)."""
 
 
-class Ablation(Enum):
-    """Obscuro, section 4.1: the agent with one technique turned off (or all four)."""
-
-    NONE = "none"  # full Obscuro
-    NO_PURIFY = "no_purify"  # 1: mix over all stable actions, also under Resolve, no top-3
-    KLSS = "klss"  # 2: 1-KLSS, the searcher's nodes in I^2 minus I frozen at the blueprint
-    TWO_SIDED = "two_sided"  # 3: two-sided GT-CFR (both players explore)
-    UNIFORM_PRIOR = "uniform_prior"  # 4: Resolve picks the root infoset uniformly
-    ALL_OFF = "all_off"  # 5: all four of the above
-    SIMPLE_EVAL = "simple_eval"  # 6: the simple evaluation instead of Stockfish
-
-    def apply(self, config: SearchConfig) -> SearchConfig:
-        """The search configuration with this ablation's switches turned."""
-        changes: dict[str, Any] = {}
-        if self in (Ablation.KLSS, Ablation.ALL_OFF):
-            changes["subgame"] = SubgameKind.KLSS
-        if self in (Ablation.TWO_SIDED, Ablation.ALL_OFF):
-            changes["expansion"] = Expansion.TWO_SIDED
-        if self in (Ablation.UNIFORM_PRIOR, Ablation.ALL_OFF):
-            changes["resolve_prior"] = ResolvePrior.UNIFORM
-        return replace(config, **changes) if changes else config
-
-    @property
-    def purifies(self) -> bool:
-        """False for the ablations that play Obscuro's "purification off" policy."""
-        return self not in (Ablation.NO_PURIFY, Ablation.ALL_OFF)
-
-
-NODES_PER_S_STOCKFISH = 60_000
-NODES_PER_S_SIMPLE = 300_000
-"""Tree growth to size an arena for a time budget (about what `caligo bench engine` measures
-on 2 cores)."""
-MIN_CAPACITY = 32_768
-MIN_TIMED_CAPACITY = 32_768
-"""Arena rows on top of the growth under an iteration / a time budget (the iteration floor was
-100,000 rows: about 30 MB more per hosted game of the web's iters=200 engine for nothing)."""
-REPAIR_ATTEMPTS = 3
-"""Replays of a lost subsample of P with fresh salts before P is given up."""
 PONDER_MIN_MS = 200.0
 """After our move, a partial P update may go on for at least this long (the opponent's time),
 and for twice our last move's planned time when that is longer; then the rest is given up."""
 
 
-def parse_budget(text: str) -> TimeControl:
-    """The agent's own budget option: ``auto`` (the referee's), ``iters=N`` or
-    ``mt=SECONDS``; raise ObscuroConfigError quoting anything else."""
-    t = text.strip().lower()
-    if t in ("auto", "", "none"):
-        return UNTIMED
-    try:
-        tc = TimeControl.parse(t)
-    except CaligoError:
-        tc = UNTIMED
-    if tc.kind in (TcKind.ITERATIONS, TcKind.MOVETIME):
-        return tc
-    raise ObscuroConfigError(f"invalid budget {text!r} (expected auto, iters=N or mt=SECONDS)")
-
-
-# --- Stockfish engines bound to expander slots -----------------------------------------------
-
-
 def _started(pool: SlotPool, slots: int) -> SlotPool:
     pool.start(slots)
     return pool
-
-
-def stockfish_available(path: str | None = None) -> bool:
-    """True when a Stockfish executable is found (`find_stockfish`)."""
-    try:
-        find_stockfish(path)
-    except StockfishError:
-        return False
-    return True
-
-
-# --- configuration ---------------------------------------------------------------------------
-
-
-OPTIONS_HELP = (
-    "budget=auto|iters=N|mt=SECONDS, eval=auto|stockfish|simple, ablation=none|no_purify|klss|"
-    "two_sided|uniform_prior|all_off|simple_eval, subgame=kluss|klss|common_knowledge (the "
-    "subgame when no ablation overrides it), preset=obscuro|safe|obscuro_fix (the subgame "
-    "construction of `caligo.search.config.PRESETS`; not with subgame=), expand=R (expansions "
-    "per iteration under an iteration budget), roots=N, expanders=N, nodes=N (arena "
-    "capacity), belief=N (P cap), seed=N, stockfish=PATH"
-)
-
-
-@dataclass(frozen=True)
-class ObscuroConfig:
-    """Everything an `ObscuroAgent` needs; validated at construction.
-
-    budget: the agent's own budget (`auto`: the referee's time control). evaluator, ablation:
-    above. subgame: the subgame built at a decision (KLUSS in Obscuro; the `klss` ablations
-    override it). preset: a named construction (`caligo.search.config.Preset`: its subgame,
-    knowledge order, root expansion and root floor) in place of `subgame`. expand_ratio: leaf
-    expansions per solver iteration under an iteration budget (the deterministic schedule
-    spreads them over the iterations). min_roots: Fig. 9's MININFOSETSIZE. expanders: expander
-    threads under a time budget. max_nodes: the arena's capacity. belief_cap: P's memory cap
-    in positions. seed: mixed into every game's seed.
-    stockfish: the StockfishPool settings (path, own-call cap, ...). time: the timing policy
-    (`caligo.agents.timing`).
-    """
-
-    budget: TimeControl = UNTIMED
-    evaluator: EvalChoice = EvalChoice.AUTO
-    ablation: Ablation = Ablation.NONE
-    subgame: SubgameKind = SubgameKind.KLUSS
-    preset: Preset | None = None
-    expand_ratio: float = 0.25
-    min_roots: int = 256
-    expanders: int = 1
-    expander_batch: int = 4
-    max_nodes: int = 2_000_000
-    belief_cap: int = 2_000_000
-    seed: int = 0
-    stockfish: StockfishConfig = field(
-        default_factory=lambda: StockfishConfig(own_call_cap=8))
-    time: TimingPolicy = OBSCURO
-
-    def __post_init__(self) -> None:
-        for name, kind in (("evaluator", EvalChoice), ("ablation", Ablation),
-                           ("subgame", SubgameKind),
-                           ("budget", TimeControl), ("stockfish", StockfishConfig),
-                           ("time", TimingPolicy)):
-            if not isinstance(getattr(self, name), kind):
-                raise ObscuroConfigError(f"{name} must be a {kind.__name__}: "
-                                         f"{getattr(self, name)!r}")
-        if not isinstance(self.expand_ratio, int | float) or not (
-            math.isfinite(self.expand_ratio) and self.expand_ratio > 0
-        ):
-            raise ObscuroConfigError(f"expand_ratio must be > 0: {self.expand_ratio!r}")
-        for name, lo in (("min_roots", 0), ("expanders", 1), ("expander_batch", 1),
-                         ("max_nodes", 1024), ("belief_cap", 1)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-                raise ObscuroConfigError(f"{name} must be an int >= {lo}: {v!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise ObscuroConfigError(f"seed must be an int: {self.seed!r}")
-        if self.preset is not None and not isinstance(self.preset, Preset):
-            raise ObscuroConfigError(f"preset must be a Preset: {self.preset!r}")
-        if self.preset is not None and self.subgame is not SubgameKind.KLUSS:
-            raise ObscuroConfigError(f"a preset ({self.preset.value}) decides the subgame; "
-                                     f"do not also set subgame={self.subgame.value}")
-        if self.budget.kind is TcKind.CLOCK:
-            raise ObscuroConfigError(f"the budget option is auto, iters=N or mt=SECONDS, not a "
-                                     f"clock: {self.budget}")
-
-    @property
-    def uses_stockfish(self) -> bool:
-        """Whether games use Stockfish (AUTO resolves to it when the binary is found)."""
-        if self.ablation is Ablation.SIMPLE_EVAL or self.evaluator is EvalChoice.SIMPLE:
-            return False
-        if self.evaluator is EvalChoice.STOCKFISH:
-            return True
-        return stockfish_available(self.stockfish.path)
-
-    def search_config(self) -> SearchConfig:
-        """The search's configuration before a move's budget is set (ablation applied)."""
-        base = SearchConfig(
-            budget=Iterations(1000), expansions=250, expand_ratio=self.expand_ratio,
-            min_roots=self.min_roots, subgame=self.subgame,
-            expanders=self.expanders, expander_batch=self.expander_batch,
-            max_nodes=self.max_nodes, seed=self.seed,
-        )
-        if self.preset is not None:
-            base = replace(base, **PRESETS[self.preset])  # type: ignore[arg-type]
-        return self.ablation.apply(base)
-
-    @classmethod
-    def from_options(cls, options: Mapping[str, str]) -> ObscuroConfig:
-        """Parse registry options (`OPTIONS_HELP`, read by `caligo.agents.options`); raise
-        OptionError or ObscuroConfigError quoting them."""
-        opts = OptionReader("obscuro", options, (
-            "budget", "eval", "ablation", "subgame", "preset", "expand", "roots", "expanders",
-            "nodes", "belief", "seed", "stockfish"))
-        kw: dict[str, Any] = {}
-        if "budget" in opts:
-            kw["budget"] = parse_budget(opts.text("budget"))
-        for key, name, kind in (("eval", "evaluator", EvalChoice), ("ablation", "ablation",
-                                Ablation), ("subgame", "subgame", SubgameKind),
-                                ("preset", "preset", Preset)):
-            if key in opts:
-                kw[name] = opts.choice(key, kind)
-        if "expand" in opts:
-            kw["expand_ratio"] = opts.number("expand")
-        for key, name in (("roots", "min_roots"), ("expanders", "expanders"),
-                          ("nodes", "max_nodes"), ("belief", "belief_cap"), ("seed", "seed")):
-            if key in opts:
-                kw[name] = opts.integer(key)
-        if "stockfish" in opts:
-            kw["stockfish"] = StockfishConfig(path=opts.text("stockfish"), own_call_cap=8)
-        config = cls(**kw)
-        if config.evaluator is EvalChoice.STOCKFISH and not stockfish_available(
-            config.stockfish.path
-        ):
-            raise ObscuroConfigError("obscuro: eval=stockfish but no Stockfish executable was "
-                                     "found (install Debian's `stockfish`)")
-        return config
 
 
 # --- the agent -------------------------------------------------------------------------------
@@ -430,7 +235,6 @@ class ObscuroAgent(AgentBase):
         self._game: FowSearchGame | None = None
         self._belief: FowBelief | None = None
         self._search: SearchAgent | None = None
-        self._checkpoint: tuple[BeliefSet, int] | None = None
         self._reset_game(0)
 
     @classmethod
@@ -504,7 +308,6 @@ class ObscuroAgent(AgentBase):
         self._search.new_game(self.color, game_seed)
         self._search.prepare()
         self._reset_game(game_seed)
-        self._checkpoint = (self._belief.set, 0)
 
     def _reset_game(self, game_seed: int) -> None:
         """The per-game state: the game's generator, counters, and no pending repair."""
@@ -513,8 +316,6 @@ class ObscuroAgent(AgentBase):
         self._late = 0
         self._overdue: Overdue[Decision] | None = None  # joined before any reset
         self._fallbacks = 0
-        self._lost = False
-        self._repairs = 0
         self._belief_ms = 0.0
         self._ponder_ms = 0.0
         self._ponder_done = True
@@ -544,20 +345,14 @@ class ObscuroAgent(AgentBase):
         if own_move is None:
             self.timer.start()
             self._belief.expect(observation)
-            if self._lost:
-                self._belief.drop()  # P is given up: only the key follows the game
             self._search.observe(observation_key(observation), None)  # queued: see act
             return
         t0 = time.perf_counter()
         self._ponder()
         self._belief.expect(observation)
-        try:
-            self._search.observe(observation_key(observation), own_move)
-        except FowError as exc:  # the key has moved on; P has not
-            if not self._lost:  # once P is gone (below) only the key follows the game
-                self._repair_belief(exc)
-        self._note_checkpoint()
-        if not self._lost:  # off the clock: the belief the next analysis reports as "prev"
+        # P's update (`FowBelief`: a lost subsample is repaired or given up there)
+        self._search.observe(observation_key(observation), own_move)
+        if not self._belief.lost:  # off the clock: the belief the next analysis reports as "prev"
             self._prev_map = belief_map(self._belief.set)
             last = self.timer.last
             if last is not None and last.iterations is None:  # a timed update comes next
@@ -573,64 +368,21 @@ class ObscuroAgent(AgentBase):
         `PONDER_MIN_MS` and twice our last planned move; past that, P keeps what it has and
         says so."""
         assert self._belief is not None
-        if not self._belief.partial or self._lost:
+        if not self._belief.partial or self._belief.lost:
             return
         last = self.timer.last
         deadline = None
         if last is not None and last.iterations is None:
             deadline = Deadline.within(max(PONDER_MIN_MS, 2.0 * last.optimum_ms) / 1000.0,
                                        now=self.timer.now)
-        try:
-            self._ponder_done = self._belief.finish(deadline)
-        except FowError as exc:
-            self._repair_belief(exc)
-
-    def _note_checkpoint(self) -> None:
-        assert self._belief is not None
-        bel = self._belief.set
-        if bel.exact and not self._lost:
-            self._checkpoint = (bel, len(self.history))
+        self._ponder_done = self._belief.finish(deadline)
 
     def _settle_belief(self, plan: MovePlan) -> None:
         """The queued P update of the opponent's ply, inside the move's belief stage."""
         assert self._belief is not None
-        if self._lost:
-            self._belief.drop()
-            return
         if not self._belief.queued:
             return
-        try:
-            self._belief.settle(plan.belief_deadline, spread=plan.iterations is None)
-        except FowError as exc:
-            self._repair_belief(exc)
-            return
-        self._note_checkpoint()
-
-    def _repair_belief(self, exc: FowError) -> None:
-        """P was capped to a uniform subsample (more than `belief_cap` positions were possible)
-        and no position of the subsample survived an observation. Replay the observations
-        since the last exact P with fresh sampling salts; if no replay survives, give P up for
-        the rest of the game (`act` then plays a safe fallback) instead of crashing."""
-        assert self._belief is not None and self._checkpoint is not None
-        base, start = self._checkpoint
-        log.warning("obscuro: %s; replaying %d plies with new salts", exc,
-                    len(self.history) - start)
-        for attempt in range(1, REPAIR_ATTEMPTS + 1):
-            cfg = replace(base.config, seed=base.config.seed + 7919 * attempt)
-            bel = replace(base, config=cfg)
-            try:
-                for own, obs in self.history[start:]:
-                    bel = (bel.update_opponent_move(obs) if own is None
-                           else bel.update_own_move(own, obs))
-            except FowError:
-                continue
-            self._belief.set = bel
-            self._repairs += 1
-            return
-        log.error("obscuro: P is lost (no subsample survived %d replays); playing without it",
-                  REPAIR_ATTEMPTS)
-        self._lost = True
-        self._belief.drop()
+        self._belief.settle(plan.belief_deadline, spread=plan.iterations is None)
 
     def force(self, move: int) -> None:
         """Play `move` at this turn instead of searching."""
@@ -675,7 +427,7 @@ class ObscuroAgent(AgentBase):
         self._settle_belief(plan)
         t_belief = time.perf_counter()
         self._belief_ms = 1000.0 * (t_belief - t0)
-        if self._lost:
+        if self._belief.lost:
             return self._without_belief(legal)
         # the belief's picture for the review, before the search: its cost (about 1 ms at
         # |P| = 10^6) comes out of the search's time, never past the move's deadline
@@ -772,7 +524,8 @@ class ObscuroAgent(AgentBase):
         move = emergency_move(self.history, self.color, legal, self._rng)
         assert self._search is not None
         self._search.force(move)
-        return Decision(move, info={"belief_lost": True, "repairs": self._repairs})
+        assert self._belief is not None
+        return Decision(move, info={"belief_lost": True, "repairs": self._belief.repairs})
 
     def _fallback(self, legal: Sequence[int], exc: BaseException) -> Decision:
         """A uniformly drawn legal move after a failed search; the tree is dropped (the next
@@ -842,6 +595,6 @@ class ObscuroAgent(AgentBase):
                                  "restarts": st.restarts, "fallbacks": st.fallbacks}
         if self._fallbacks:
             info["fallbacks"] = self._fallbacks
-        if self._repairs:
-            info["belief_repairs"] = self._repairs
+        if self._belief is not None and self._belief.repairs:
+            info["belief_repairs"] = self._belief.repairs
         return info

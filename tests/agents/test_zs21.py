@@ -557,6 +557,38 @@ def test_is_deterministic_with_an_iteration_budget() -> None:
     assert [p.uci for p in a.plies] == [p.uci for p in b.plies]
 
 
+def test_a_lost_subsample_of_p_never_crashes_the_agent() -> None:
+    """With P capped at 3 positions the subsample soon holds no position consistent with an
+    observation (`BeliefError` in `caligo.fow`): `FowBelief` replays the observations with
+    fresh salts, then gives P up and the agent plays its emergency move; the game still ends
+    by the rules. (A 400-game timing run lost a game to this crash: ZS21 at ply 72 with P
+    capped at 2,000,000 positions.)"""
+    agent = registry.create("zs21:evaluator=simple,budget=iters=20,belief=3")
+    seen = {"repairs": 0, "lost": 0}
+    untimed = TimeControl.parse("none")
+    try:
+        for g in range(4 if SHORT else 10):
+            session = GameSession(SessionConfig(f"zs21-lost-{g}", seeds=(g, g + 1000),
+                                                time_controls=(untimed, untimed),
+                                                move_timeout_ms=60_000))
+            me = g % 2
+            other = RandomAgent(seed=g)
+            play_game(session, (agent, other) if me == 0 else (other, agent))
+            end = session.end
+            assert end is not None
+            assert end.reason not in (EndReason.ILLEGAL_MOVE, EndReason.CRASH,
+                                      EndReason.TIME_FORFEIT), (g, end)
+            for p in session.plies:
+                if p.mover == me and p.decision is not None:
+                    info = p.decision.info
+                    seen["repairs"] = max(seen["repairs"], info.get("belief_repairs", 0),
+                                          info.get("repairs", 0))
+                    seen["lost"] += bool(info.get("belief_lost"))
+    finally:
+        agent.close()
+    assert seen["repairs"] + seen["lost"] > 0  # the failure really happened and was handled
+
+
 @pytest.mark.slow
 def test_two_hundred_games_against_random_without_a_forfeit() -> None:
     """Issue 9: 200 complete games against RandomAgent, Stockfish leaves, half of them on a

@@ -44,6 +44,7 @@ from caligo.agents.fow_search import (
     FowEvaluator,
     FowSearchGame,
     compact_arena,
+    emergency_move,
     join_overdue,
     overdue_answer,
 )
@@ -329,6 +330,10 @@ class ZS21Agent(AgentBase):
         t0 = time.perf_counter()
         belief.settle(plan.belief_deadline, spread=plan.iterations is None)
         belief_ms = 1000.0 * (time.perf_counter() - t0)
+        if belief.lost:  # the capped subsample of P lost the truth and no replay found it
+            move = emergency_move(self.history, self.color, legal, self._late_rng)
+            return Decision(move, info={"belief_lost": True, "repairs": belief.repairs,
+                                        "time_ms": {"belief": round(belief_ms, 1)}})
         # the belief's picture for the review (`caligo.agents.belief_map`), before the search:
         # its cost comes out of the search's time, never past the move's deadline
         t_map = time.perf_counter()
@@ -385,6 +390,8 @@ class ZS21Agent(AgentBase):
         }
         if belief.cut:
             info["belief_cut"] = belief.cut
+        if belief.repairs:
+            info["belief_repairs"] = belief.repairs
         return Decision(move, policy=policy, value=value, info=info)
 
     def close(self) -> None:

@@ -1,0 +1,228 @@
+"""The settings of the Obscuro engine (`caligo.agents.obscuro`): `ObscuroConfig` and its option
+parser (`OPTIONS_HELP`), the ablations of Obscuro, section 4.1, the budget option, the arena
+sizing constants, and whether Stockfish is there."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Any
+
+from caligo.agents.options import EvalChoice, OptionReader
+from caligo.agents.timing import (
+    OBSCURO,
+    UNTIMED,
+    TcKind,
+    TimeControl,
+    TimingPolicy,
+)
+from caligo.errors import CaligoError
+from caligo.fow.stockfish import (
+    StockfishConfig,
+    StockfishError,
+    find_stockfish,
+)
+from caligo.search.config import (
+    PRESETS,
+    Expansion,
+    Iterations,
+    Preset,
+    ResolvePrior,
+    SearchConfig,
+    SubgameKind,
+)
+
+
+class ObscuroConfigError(CaligoError, ValueError):
+    """A malformed Obscuro option or configuration field; the message quotes it."""
+
+
+class Ablation(Enum):
+    """Obscuro, section 4.1: the agent with one technique turned off (or all four)."""
+
+    NONE = "none"  # full Obscuro
+    NO_PURIFY = "no_purify"  # 1: mix over all stable actions, also under Resolve, no top-3
+    KLSS = "klss"  # 2: 1-KLSS, the searcher's nodes in I^2 minus I frozen at the blueprint
+    TWO_SIDED = "two_sided"  # 3: two-sided GT-CFR (both players explore)
+    UNIFORM_PRIOR = "uniform_prior"  # 4: Resolve picks the root infoset uniformly
+    ALL_OFF = "all_off"  # 5: all four of the above
+    SIMPLE_EVAL = "simple_eval"  # 6: the simple evaluation instead of Stockfish
+
+    def apply(self, config: SearchConfig) -> SearchConfig:
+        """The search configuration with this ablation's switches turned."""
+        changes: dict[str, Any] = {}
+        if self in (Ablation.KLSS, Ablation.ALL_OFF):
+            changes["subgame"] = SubgameKind.KLSS
+        if self in (Ablation.TWO_SIDED, Ablation.ALL_OFF):
+            changes["expansion"] = Expansion.TWO_SIDED
+        if self in (Ablation.UNIFORM_PRIOR, Ablation.ALL_OFF):
+            changes["resolve_prior"] = ResolvePrior.UNIFORM
+        return replace(config, **changes) if changes else config
+
+    @property
+    def purifies(self) -> bool:
+        """False for the ablations that play Obscuro's "purification off" policy."""
+        return self not in (Ablation.NO_PURIFY, Ablation.ALL_OFF)
+
+
+NODES_PER_S_STOCKFISH = 60_000
+NODES_PER_S_SIMPLE = 300_000
+"""Tree growth to size an arena for a time budget (about what `caligo bench engine` measures
+on 2 cores)."""
+MIN_CAPACITY = 32_768
+MIN_TIMED_CAPACITY = 32_768
+"""Arena rows on top of the growth under an iteration / a time budget (the iteration floor was
+100,000 rows: about 30 MB more per hosted game of the web's iters=200 engine for nothing)."""
+def parse_budget(text: str) -> TimeControl:
+    """The agent's own budget option: ``auto`` (the referee's), ``iters=N`` or
+    ``mt=SECONDS``; raise ObscuroConfigError quoting anything else."""
+    t = text.strip().lower()
+    if t in ("auto", "", "none"):
+        return UNTIMED
+    try:
+        tc = TimeControl.parse(t)
+    except CaligoError:
+        tc = UNTIMED
+    if tc.kind in (TcKind.ITERATIONS, TcKind.MOVETIME):
+        return tc
+    raise ObscuroConfigError(f"invalid budget {text!r} (expected auto, iters=N or mt=SECONDS)")
+
+
+# --- Stockfish engines bound to expander slots -----------------------------------------------
+
+
+def stockfish_available(path: str | None = None) -> bool:
+    """True when a Stockfish executable is found (`find_stockfish`)."""
+    try:
+        find_stockfish(path)
+    except StockfishError:
+        return False
+    return True
+
+
+# --- configuration ---------------------------------------------------------------------------
+
+
+OPTIONS_HELP = (
+    "budget=auto|iters=N|mt=SECONDS, eval=auto|stockfish|simple, ablation=none|no_purify|klss|"
+    "two_sided|uniform_prior|all_off|simple_eval, subgame=kluss|klss|common_knowledge (the "
+    "subgame when no ablation overrides it), preset=obscuro|safe|obscuro_fix (the subgame "
+    "construction of `caligo.search.config.PRESETS`; not with subgame=), expand=R (expansions "
+    "per iteration under an iteration budget), roots=N, expanders=N, nodes=N (arena "
+    "capacity), belief=N (P cap), seed=N, stockfish=PATH"
+)
+
+
+@dataclass(frozen=True)
+class ObscuroConfig:
+    """Everything an `ObscuroAgent` needs; validated at construction.
+
+    budget: the agent's own budget (`auto`: the referee's time control). evaluator, ablation:
+    above. subgame: the subgame built at a decision (KLUSS in Obscuro; the `klss` ablations
+    override it). preset: a named construction (`caligo.search.config.Preset`: its subgame,
+    knowledge order, root expansion and root floor) in place of `subgame`. expand_ratio: leaf
+    expansions per solver iteration under an iteration budget (the deterministic schedule
+    spreads them over the iterations). min_roots: Fig. 9's MININFOSETSIZE. expanders: expander
+    threads under a time budget. max_nodes: the arena's capacity. belief_cap: P's memory cap
+    in positions. seed: mixed into every game's seed.
+    stockfish: the StockfishPool settings (path, own-call cap, ...). time: the timing policy
+    (`caligo.agents.timing`).
+    """
+
+    budget: TimeControl = UNTIMED
+    evaluator: EvalChoice = EvalChoice.AUTO
+    ablation: Ablation = Ablation.NONE
+    subgame: SubgameKind = SubgameKind.KLUSS
+    preset: Preset | None = None
+    expand_ratio: float = 0.25
+    min_roots: int = 256
+    expanders: int = 1
+    expander_batch: int = 4
+    max_nodes: int = 2_000_000
+    belief_cap: int = 2_000_000
+    seed: int = 0
+    stockfish: StockfishConfig = field(
+        default_factory=lambda: StockfishConfig(own_call_cap=8))
+    time: TimingPolicy = OBSCURO
+
+    def __post_init__(self) -> None:
+        for name, kind in (("evaluator", EvalChoice), ("ablation", Ablation),
+                           ("subgame", SubgameKind),
+                           ("budget", TimeControl), ("stockfish", StockfishConfig),
+                           ("time", TimingPolicy)):
+            if not isinstance(getattr(self, name), kind):
+                raise ObscuroConfigError(f"{name} must be a {kind.__name__}: "
+                                         f"{getattr(self, name)!r}")
+        if not isinstance(self.expand_ratio, int | float) or not (
+            math.isfinite(self.expand_ratio) and self.expand_ratio > 0
+        ):
+            raise ObscuroConfigError(f"expand_ratio must be > 0: {self.expand_ratio!r}")
+        for name, lo in (("min_roots", 0), ("expanders", 1), ("expander_batch", 1),
+                         ("max_nodes", 1024), ("belief_cap", 1)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+                raise ObscuroConfigError(f"{name} must be an int >= {lo}: {v!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise ObscuroConfigError(f"seed must be an int: {self.seed!r}")
+        if self.preset is not None and not isinstance(self.preset, Preset):
+            raise ObscuroConfigError(f"preset must be a Preset: {self.preset!r}")
+        if self.preset is not None and self.subgame is not SubgameKind.KLUSS:
+            raise ObscuroConfigError(f"a preset ({self.preset.value}) decides the subgame; "
+                                     f"do not also set subgame={self.subgame.value}")
+        if self.budget.kind is TcKind.CLOCK:
+            raise ObscuroConfigError(f"the budget option is auto, iters=N or mt=SECONDS, not a "
+                                     f"clock: {self.budget}")
+
+    @property
+    def uses_stockfish(self) -> bool:
+        """Whether games use Stockfish (AUTO resolves to it when the binary is found)."""
+        if self.ablation is Ablation.SIMPLE_EVAL or self.evaluator is EvalChoice.SIMPLE:
+            return False
+        if self.evaluator is EvalChoice.STOCKFISH:
+            return True
+        return stockfish_available(self.stockfish.path)
+
+    def search_config(self) -> SearchConfig:
+        """The search's configuration before a move's budget is set (ablation applied)."""
+        base = SearchConfig(
+            budget=Iterations(1000), expansions=250, expand_ratio=self.expand_ratio,
+            min_roots=self.min_roots, subgame=self.subgame,
+            expanders=self.expanders, expander_batch=self.expander_batch,
+            max_nodes=self.max_nodes, seed=self.seed,
+        )
+        if self.preset is not None:
+            base = replace(base, **PRESETS[self.preset])  # type: ignore[arg-type]
+        return self.ablation.apply(base)
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> ObscuroConfig:
+        """Parse registry options (`OPTIONS_HELP`, read by `caligo.agents.options`); raise
+        OptionError or ObscuroConfigError quoting them."""
+        opts = OptionReader("obscuro", options, (
+            "budget", "eval", "ablation", "subgame", "preset", "expand", "roots", "expanders",
+            "nodes", "belief", "seed", "stockfish"))
+        kw: dict[str, Any] = {}
+        if "budget" in opts:
+            kw["budget"] = parse_budget(opts.text("budget"))
+        for key, name, kind in (("eval", "evaluator", EvalChoice), ("ablation", "ablation",
+                                Ablation), ("subgame", "subgame", SubgameKind),
+                                ("preset", "preset", Preset)):
+            if key in opts:
+                kw[name] = opts.choice(key, kind)
+        if "expand" in opts:
+            kw["expand_ratio"] = opts.number("expand")
+        for key, name in (("roots", "min_roots"), ("expanders", "expanders"),
+                          ("nodes", "max_nodes"), ("belief", "belief_cap"), ("seed", "seed")):
+            if key in opts:
+                kw[name] = opts.integer(key)
+        if "stockfish" in opts:
+            kw["stockfish"] = StockfishConfig(path=opts.text("stockfish"), own_call_cap=8)
+        config = cls(**kw)
+        if config.evaluator is EvalChoice.STOCKFISH and not stockfish_available(
+            config.stockfish.path
+        ):
+            raise ObscuroConfigError("obscuro: eval=stockfish but no Stockfish executable was "
+                                     "found (install Debian's `stockfish`)")
+        return config
