@@ -158,7 +158,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _study(args: argparse.Namespace) -> int:
-    from caligo.search import study
+    from caligo.search import study, study_report
 
     if args.grid not in study.GRIDS:
         raise ValueError(f"unknown grid {args.grid!r}; known: {', '.join(study.GRIDS)}")
@@ -177,7 +177,8 @@ def _study(args: argparse.Namespace) -> int:
         study.run_study(out, games, variants, short=args.short,
                         progress=lambda msg: print(msg, flush=True), grid=grid)
     rows = study.load_rows(out / "study.jsonl")
-    for p in [*study.write_tables(rows, out, grid), study.plot(rows, out / "study.png", grid)]:
+    for p in [*study_report.write_tables(rows, out, grid),
+              study_report.plot(rows, out / "study.png", grid)]:
         print(f"wrote {p}")
     return 0
 

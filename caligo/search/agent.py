@@ -37,10 +37,11 @@ import numpy as np
 
 from caligo.limits import Deadline, Limits
 from caligo.search.config import FirstDecision, SearchConfig, SearchError, SearchResult
-from caligo.search.construct import BuildInfo, start_key
+from caligo.search.construct import start_key
 from caligo.search.engine import ExpansionStats, GrowingTreeSearch
 from caligo.search.game import Belief, Evaluator, KeyMode, SearchGame, TreeBelief, TreeGame
 from caligo.search.intern import mix_key
+from caligo.search.materialize import BuildInfo
 
 
 class BeliefTracker(Belief, Protocol):

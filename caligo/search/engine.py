@@ -43,6 +43,7 @@ import numpy as np
 from caligo.limits import Deadline, Limits, Pace
 from caligo.search import construct as C
 from caligo.search import expand as X
+from caligo.search import materialize as M
 from caligo.search import solver as S
 from caligo.search._fastcall import FastKernel
 from caligo.search.arena import (
@@ -120,7 +121,7 @@ class GrowingTreeSearch:
         self.util_scale = float(util_scale)
         cap = Capacity.for_nodes(capacity if capacity is not None else config.max_nodes)
         self.arena = Arena(cap)
-        self.root_pace = Pace(C.ROOT_PACE_S)  # seconds per sampled root's evaluation (reroot)
+        self.root_pace = Pace(M.ROOT_PACE_S)  # seconds per sampled root's evaluation (reroot)
         self.leaf_pace = Pace(X.LEAF_PACE_S)  # seconds per expanded leaf (timed expanders)
         self._spare: Arena | None = None
         self._stack_node = np.zeros(cap.nodes, dtype=np.int32)
@@ -137,7 +138,7 @@ class GrowingTreeSearch:
         self.started = True
 
     def reroot(self, belief: Belief, cur_key: int, rng: np.random.Generator,
-               v_prev: float | None = None, deadline: Deadline | None = None) -> C.BuildInfo:
+               v_prev: float | None = None, deadline: Deadline | None = None) -> M.BuildInfo:
         """Build the KLUSS subgame at our infoset `cur_key` from the current tree (Fig. 9).
 
         Without a previous tree every root is sampled from the belief. `deadline`: the
@@ -326,6 +327,8 @@ class GrowingTreeSearch:
                     exp_s += time.perf_counter() - t1
         return t_half, ExpansionStats(steps, int(self.arena.meta[M_EXPANSIONS]), exp_s), solve_s
 
+    # Long by design: the solver thread and the expander threads share locks, a queue and
+    # counters defined here; the closures are the threads' bodies (Obscuro, section 3).
     def _run_threaded(self, rng_seed: int, lim: Limits) -> tuple[int, ExpansionStats, float]:
         c = self.config
         deadline = lim.deadline
@@ -451,7 +454,7 @@ class GrowingTreeSearch:
         return float(np.dot(w, prof.v[mine]) / w.sum())
 
     def result(self, cur_key: int, t_half: int, stats: ExpansionStats, solve_s: float,
-               construct_s: float, build: C.BuildInfo | None, total_s: float) -> SearchResult:
+               construct_s: float, build: M.BuildInfo | None, total_s: float) -> SearchResult:
         """Read out the searcher's infoset `cur_key` (policy, purified policy, statistics)."""
         a = self.arena
         g = a.infoset_of_key(self.searcher, cur_key)

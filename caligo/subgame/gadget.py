@@ -69,102 +69,37 @@ blueprint's; in sequence form x'(s) = x(I) x_sub(s) (Algorithm 13 line 13).
 
 from __future__ import annotations
 
-import enum
-import math
 from collections import defaultdict
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
 
-from caligo.core.best_response import BestResponse, best_response
-from caligo.core.game import CHANCE, TERMINAL
+from caligo.core.best_response import best_response
 from caligo.core.knowledge import infoset_nodes, order_k_set
 from caligo.core.lp import REACH_TOL
 from caligo.core.strategy import check_strategy, realization_plan
 from caligo.core.tree import FloatArray, GameTree, IntArray, build_tree
-from caligo.errors import CaligoError
-
-EXIT, PLAY = 0, 1
-
-
-class SubgameError(CaligoError, ValueError):
-    """Bad input to the gadget construction (infoset, strategy, extra payoffs or options)."""
-
-
-class GadgetKind(enum.Enum):
-    """Which gadget game to build (see the module docstring)."""
-
-    MAXMARGIN = "maxmargin"
-    RESOLVE = "resolve"
-    UNSAFE = "unsafe"
-
-
-class AlternateValues(enum.Enum):
-    """Where alternate values and gifts come from."""
-
-    BEST_RESPONSE = "best_response"  # u*(x|J), Zhang & Sandholm 2021 / Brown and Sandholm 2017
-    BLUEPRINT = "blueprint"  # u(x, y|J) of the blueprint profile, Obscuro, appendix C.2
-
-
-class ResolvePrior(enum.Enum):
-    """The chance distribution over root infosets of the Resolve gadget."""
-
-    UNIFORM = "uniform"  # Burch et al. 2014, Algorithm 12 line 30
-    BLUEPRINT_MIX = "blueprint_mix"  # Obscuro, appendix C.3: half uniform, half blueprint reach
-
-
-@dataclass(frozen=True)
-class SubgameOptions:
-    """How to build a gadget; validated at construction.
-
-    kind: a `GadgetKind` (its value, e.g. "maxmargin", is accepted and converted).
-    k: odd positive int or math.inf (the order of the knowledge set; inf = common knowledge).
-    reach: subtract gift estimates from the alternate values (Reach subgame solving).
-    merge_transpositions: Algorithm 12 lines 10-14, only with k = 1.
-    kluss: keep (and re-optimize) I^{k+1} instead of I^k (Obscuro, appendix C.6; k = 1 gives
-    2-KLUSS).
-    """
-
-    kind: GadgetKind = GadgetKind.MAXMARGIN
-    k: float = 1
-    reach: bool = False
-    merge_transpositions: bool = False
-    alternate_values: AlternateValues = AlternateValues.BEST_RESPONSE
-    resolve_prior: ResolvePrior = ResolvePrior.UNIFORM
-    kluss: bool = False
-
-    def __post_init__(self) -> None:
-        if isinstance(self.kind, str):  # "maxmargin" -> GadgetKind.MAXMARGIN at the boundary
-            try:
-                object.__setattr__(self, "kind", GadgetKind(self.kind))
-            except ValueError:
-                raise SubgameError(f"kind must be one of {[k.value for k in GadgetKind]}, "
-                                   f"got {self.kind!r}") from None
-        if not isinstance(self.kind, GadgetKind):
-            raise SubgameError(f"kind must be a GadgetKind, got {self.kind!r}")
-        if not isinstance(self.alternate_values, AlternateValues):
-            raise SubgameError(
-                f"alternate_values must be an AlternateValues, got {self.alternate_values!r}"
-            )
-        if not isinstance(self.resolve_prior, ResolvePrior):
-            raise SubgameError(f"resolve_prior must be a ResolvePrior, got {self.resolve_prior!r}")
-        k = self.k
-        if isinstance(k, bool) or not (
-            k == math.inf or (isinstance(k, int | np.integer) and k >= 1 and k % 2 == 1)
-        ):
-            raise SubgameError(f"k must be an odd positive int or math.inf, got {k!r}")
-        for name in ("reach", "merge_transpositions", "kluss"):
-            if not isinstance(getattr(self, name), bool):
-                raise SubgameError(f"{name} must be a bool, got {getattr(self, name)!r}")
-        if self.merge_transpositions and (k != 1 or self.kluss):
-            raise SubgameError("merge_transpositions is only valid with k = 1 (and no kluss)")
-
-    @property
-    def order(self) -> float:
-        """The order of the kept knowledge set: k, or k + 1 with kluss."""
-        return self.k + 1 if self.kluss and self.k != math.inf else self.k
+from caligo.subgame.gadget_game import _COPY, _NATURE, _RESOLVE, _ROOT, _GadgetGame, _Plan, _walk
+from caligo.subgame.options import (
+    PLAY,
+    AlternateValues,
+    GadgetKind,
+    ResolvePrior,
+    SubgameError,
+    SubgameOptions,
+)
+from caligo.subgame.regions import (
+    _below_mask,
+    _gifts,
+    _phantom_paths,
+    _region_of,
+    _top_row,
+    first_node_of_infoset,
+    region_values,
+    subtree_signature,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -230,403 +165,6 @@ class Subgame:
 
 
 # ---------------------------------------------------------------------------------------------
-# node-level helpers over a source tree
-
-
-def _depth_slices(tree: GameTree) -> list[tuple[int, int]]:
-    """[start, stop) ranges of nodes per depth (BFS order keeps depth nondecreasing)."""
-    key = "subgame_depth_slices"
-    cached = tree._cache.get(key)
-    if cached is None:
-        d = tree.depth
-        cuts = np.flatnonzero(np.diff(d)) + 1
-        starts = np.concatenate([[0], cuts])
-        stops = np.concatenate([cuts, [tree.num_nodes]])
-        cached = [(int(a), int(b)) for a, b in zip(starts, stops, strict=True)]
-        tree._cache[key] = cached
-    return cached  # type: ignore[return-value]
-
-
-def _below_mask(tree: GameTree, roots: IntArray) -> np.ndarray:
-    """Mask of nodes strictly below some node of `roots`."""
-    mark = np.zeros(tree.num_nodes, dtype=np.bool_)
-    inset = np.zeros(tree.num_nodes, dtype=np.bool_)
-    inset[roots] = True
-    for a, b in _depth_slices(tree)[1:]:
-        par = tree.parent[a:b]
-        mark[a:b] = mark[par] | inset[par]
-    return mark
-
-
-def _region_of(tree: GameTree, region_roots: Sequence[IntArray]) -> np.ndarray:
-    """region[h] = r if h is at or below a node of region_roots[r] (first one wins), else -1."""
-    region = np.full(tree.num_nodes, -1, dtype=np.int32)
-    start = np.full(tree.num_nodes, -1, dtype=np.int32)
-    for r, nodes in enumerate(region_roots):
-        start[nodes] = np.where(start[nodes] < 0, r, start[nodes])
-    region[0] = start[0]
-    for a, b in _depth_slices(tree)[1:]:
-        inherited = region[tree.parent[a:b]]
-        region[a:b] = np.where(inherited >= 0, inherited, start[a:b])
-    return region
-
-
-def _node_slot(tree: GameTree, strategy: FloatArray) -> FloatArray:
-    """Probability of the incoming edge of each node under `strategy` (1 after chance/root)."""
-    prob = np.ones(tree.num_nodes, dtype=np.float64)
-    par = tree.parent[1:]
-    g = tree.infoset[par]
-    dec = g >= 0
-    idx = np.arange(1, tree.num_nodes)[dec]
-    slot = tree.infoset_offset[g[dec]] + (idx - tree.first_child[par[dec]])
-    prob[idx] = strategy[slot]
-    return prob
-
-
-def first_node_of_infoset(tree: GameTree) -> IntArray:
-    """The smallest node id of each decision infoset (cached on the tree)."""
-    key = "subgame_first_node"
-    cached = tree._cache.get(key)
-    if cached is None:
-        first = np.full(tree.num_infosets, -1, dtype=np.int32)
-        ids, idx = np.unique(tree.infoset, return_index=True)
-        ok = ids >= 0
-        first[ids[ok]] = idx[ok]
-        cached = first
-        tree._cache[key] = cached
-    return cached  # type: ignore[return-value]
-
-
-def _top_row(extra: sp.spmatrix | None, n1: int) -> FloatArray:
-    out = np.zeros(n1, dtype=np.float64)
-    if extra is not None:
-        out[:] = np.asarray(sp.csr_matrix(extra)[0, :].todense()).ravel()
-    return out
-
-
-def region_values(
-    tree: GameTree,
-    strategy: FloatArray,
-    responder_strategy: FloatArray,
-    region_roots: Sequence[IntArray],
-    extra: sp.spmatrix | None = None,
-    x: FloatArray | None = None,
-) -> tuple[FloatArray, FloatArray]:
-    """(V, R) per region: player 1's unnormalized value from each node set on, and its reach.
-
-    V[r] = sum over terminals z at or below region_roots[r] of p(z) x(z) y'(z | root) u(z) plus
-    the top-row extra payoffs at player-1 sequences strictly below the roots' sequence, where
-    x is player 0's part of `strategy` and y' player 1's part of `responder_strategy`, taken
-    relative to the region's roots. R[r] = sum_{h in roots} p(h) x(h). Values in player 0's
-    utility. Every node set must lie in one player-1 infoset (a common sequence). `x`: player
-    0's realization plan of `strategy`, when the caller has it already.
-    """
-    if x is None:
-        x = realization_plan(tree, strategy, 0)
-    xr = x[tree.seq[:, 0]]
-    region = _region_of(tree, region_roots)
-    is_root = np.zeros(tree.num_nodes, dtype=np.bool_)
-    for nodes in region_roots:
-        is_root[nodes] = True
-    edge = _node_slot(tree, responder_strategy)
-    p1_edge = np.where(tree.player[np.maximum(tree.parent, 0)] == 1, edge, 1.0)
-    yrel = np.ones(tree.num_nodes, dtype=np.float64)
-    for a, b in _depth_slices(tree)[1:]:
-        yrel[a:b] = np.where(is_root[a:b], 1.0, yrel[tree.parent[a:b]] * p1_edge[a:b])
-    m = len(region_roots)
-    z = tree.terminals()
-    zr = region[z]
-    inr = zr >= 0
-    w = tree.chance_reach[z] * xr[z] * yrel[z] * tree.utility[z]
-    V = np.bincount(zr[inr], weights=w[inr], minlength=m).astype(np.float64)
-    top = _top_row(extra, tree.num_sequences[1])
-    if np.any(top[1:] != 0.0):
-        seen: set[int] = set()
-        for h in np.flatnonzero((tree.player == 1) & (region >= 0)):
-            g = int(tree.infoset[h])
-            if g in seen:
-                continue
-            seen.add(g)
-            off = int(tree.infoset_offset[g])
-            first = int(tree.infoset_seq[g])
-            n = int(tree.infoset_num_actions[g])
-            acts = responder_strategy[off : off + n]
-            V[region[h]] += yrel[h] * float(np.dot(top[first : first + n], acts))
-    R = np.array([float(np.sum(tree.chance_reach[nodes] * xr[nodes])) for nodes in region_roots])
-    return V, R
-
-
-def _profile_sequence_values(
-    tree: GameTree, strategy: FloatArray, extra: sp.spmatrix | None, x: FloatArray
-) -> tuple[FloatArray, FloatArray]:
-    """Player 1's unnormalized (sequence, infoset) values when both play `strategy` (`x`:
-    player 0's realization plan of it)."""
-    z = tree.terminals()
-    w = tree.chance_reach[z] * tree.utility[z] * x[tree.seq[z, 0]]
-    g = np.bincount(tree.seq[z, 1], weights=w, minlength=tree.num_sequences[1]).astype(float)
-    if extra is not None:
-        g = g + np.asarray(sp.csr_matrix(extra).T @ x, dtype=np.float64).ravel()
-    inf_val = np.full(tree.num_infosets, np.nan)
-    for j in tree.infosets_of(1)[::-1]:
-        off = int(tree.infoset_offset[j])
-        first = int(tree.infoset_seq[j])
-        n = int(tree.infoset_num_actions[j])
-        v = float(np.dot(strategy[off : off + n], g[first : first + n]))
-        inf_val[j] = v
-        g[tree.infoset_parent_seq[j]] += v
-    return g, inf_val
-
-
-def _gifts(
-    tree: GameTree,
-    strategy: FloatArray,
-    extra: sp.spmatrix | None,
-    source: AlternateValues,
-    root_seqs: Sequence[int],
-    br: BestResponse,
-    x: FloatArray,
-) -> FloatArray:
-    """g(I0) per root, from player 1's sequence chain above each root (see module docstring).
-    `br`: player 1's best response to `strategy` (with `extra`); `x`: player 0's realization
-    plan of `strategy` (both computed once per gadget by `make_subgame`)."""
-    reach = br.infoset_reach
-    if source is AlternateValues.BEST_RESPONSE:
-        seqv, infv = br.sequence_values, br.infoset_values
-    else:
-        seqv, infv = _profile_sequence_values(tree, strategy, extra, x)
-    owner = tree.seq_infoset[1]
-    out = np.zeros(len(root_seqs))
-    for r, s in enumerate(root_seqs):
-        total = 0.0
-        while s != 0:
-            j = int(owner[s])
-            if reach[j] > 0:
-                term = (seqv[s] - infv[j]) / reach[j]
-                total += max(term, 0.0)
-            s = int(tree.infoset_parent_seq[j])
-        out[r] = total
-    return out
-
-
-def _phantom_paths(tree: GameTree, under: np.ndarray, outside: Sequence[IntArray]) -> np.ndarray:
-    """Mask of frozen source nodes to copy: ancestors-or-self (below the frozen roots) of one
-    node of every player-1 decision infoset below I0 \\ K that the kept subtrees lack."""
-    keep = np.zeros(tree.num_nodes, dtype=np.bool_)
-    roots = [h for nodes in outside for h in nodes.tolist()]
-    if not roots:
-        return keep
-    covered = set(np.unique(tree.infoset[under & (tree.player == 1)]).tolist())
-    start = np.zeros(tree.num_nodes, dtype=np.bool_)
-    start[roots] = True
-    frozen = start | _below_mask(tree, np.asarray(roots, dtype=np.int32))
-    reps: dict[int, int] = {}
-    for h in np.flatnonzero(frozen & (tree.player == 1)).tolist():
-        g = int(tree.infoset[h])
-        if g not in covered and g not in reps:
-            reps[g] = h
-    for h in reps.values():
-        while not keep[h]:
-            keep[h] = True
-            if start[h]:
-                break
-            h = int(tree.parent[h])
-    return keep
-
-
-def subtree_signature(tree: GameTree, root: int) -> Hashable:
-    """Canonical form of the subtree at `root` up to renaming of infosets (transpositions)."""
-    stack = [root]
-    order = []
-    while stack:
-        h = stack.pop()
-        order.append(h)
-        fc = int(tree.first_child[h])
-        stack.extend(range(fc + int(tree.num_children[h]) - 1, fc - 1, -1))
-    names: tuple[dict[int, int], dict[int, int]] = ({}, {})
-    sig = []
-    for h in order:
-        k0 = names[0].setdefault(int(tree.kinfo[h, 0]), len(names[0]))
-        k1 = names[1].setdefault(int(tree.kinfo[h, 1]), len(names[1]))
-        sig.append((
-            int(tree.player[h]), int(tree.action[h]) if h != root else -1,
-            round(float(tree.chance_prob[h]), 12) if h != root else 1.0,
-            round(float(tree.utility[h]), 12), int(tree.num_children[h]), k0, k1,
-        ))  # fmt: skip
-    return tuple(sig)
-
-
-# ---------------------------------------------------------------------------------------------
-# the gadget game as a State over the source tree's arrays
-
-_ROOT, _RESOLVE, _EXIT, _NATURE, _COPY = range(5)
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """Everything the gadget states read (built once by make_subgame)."""
-
-    src: GameTree
-    kind: GadgetKind
-    strategy: FloatArray
-    branches: tuple[tuple[tuple[int, float], ...], ...]  # per root: (source node, prob) kids
-    phantom_roots: tuple[tuple[int, ...], ...]
-    prior: tuple[float, ...]
-    unsafe_roots: tuple[tuple[int, float], ...]
-    keep_phantom: np.ndarray  # bool per source node: a frozen copy is worth keeping
-    name: str
-
-
-@dataclass(frozen=True)
-class _GState:
-    plan: _Plan
-    tag: int
-    index: int = -1  # root index for RESOLVE/EXIT/NATURE; source node for COPY
-    phantom: bool = False
-
-    def is_terminal(self) -> bool:
-        return self.current_player() == TERMINAL
-
-    def current_player(self) -> int:
-        P = self.plan
-        if self.phantom and not P.keep_phantom[self.index]:
-            return TERMINAL  # a stub below a frozen player-1 node: reached with probability 0
-        if self.tag == _ROOT:
-            if not (P.branches or P.unsafe_roots):
-                return TERMINAL
-            return 1 if P.kind is GadgetKind.MAXMARGIN else CHANCE
-        if self.tag == _RESOLVE:
-            return 1
-        if self.tag == _EXIT:
-            return TERMINAL
-        if self.tag == _NATURE:
-            return CHANCE
-        pl = int(P.src.player[self.index])
-        if self.phantom and pl == 0:
-            return CHANCE
-        return pl
-
-    def _source_children(self) -> list[int]:
-        src = self.plan.src
-        fc = int(src.first_child[self.index])
-        kids = list(range(fc, fc + int(src.num_children[self.index])))
-        if self.phantom and int(src.player[self.index]) != 1:
-            kids = [c for c in kids if self.plan.keep_phantom[c]]
-        return kids
-
-    def legal_actions(self) -> Sequence[int]:
-        P = self.plan
-        if self.tag == _ROOT:
-            return list(range(len(P.branches)))
-        if self.tag == _RESOLVE:
-            return [EXIT, PLAY]
-        src = P.src
-        return [int(src.action[c]) for c in self._source_children()]
-
-    def chance_outcomes(self) -> Sequence[tuple[int, float]]:
-        P = self.plan
-        if self.tag == _ROOT:
-            if P.kind is GadgetKind.UNSAFE:
-                out = [(i, pr) for i, (_, pr) in enumerate(P.unsafe_roots)]
-                n = len(out)
-                out += [(n + i, 0.0) for i in range(sum(len(f) for f in P.phantom_roots))]
-                return out
-            return [(i, P.prior[i]) for i in range(len(P.branches))]
-        if self.tag == _NATURE:
-            branch = P.branches[self.index]
-            out = [(i, pr) for i, (_, pr) in enumerate(branch)]
-            out += [(len(branch) + i, 0.0) for i in range(len(P.phantom_roots[self.index]))]
-            return out
-        src = P.src
-        kids = self._source_children()
-        if int(src.player[self.index]) == 0:  # frozen player-0 node (phantom)
-            g = int(src.infoset[self.index])
-            off = int(src.infoset_offset[g])
-            fc = int(src.first_child[self.index])
-            return [(int(src.action[c]), float(P.strategy[off + c - fc])) for c in kids]
-        return [(int(src.action[c]), float(src.chance_prob[c])) for c in kids]
-
-    def child(self, action: int) -> _GState:
-        P = self.plan
-        if self.tag == _ROOT:
-            if P.kind is GadgetKind.UNSAFE:
-                if action < len(P.unsafe_roots):
-                    return _GState(P, _COPY, P.unsafe_roots[action][0])
-                flat = [h for f in P.phantom_roots for h in f]
-                return _GState(P, _COPY, flat[action - len(P.unsafe_roots)], True)
-            if P.kind is GadgetKind.RESOLVE:
-                return _GState(P, _RESOLVE, action)
-            return _GState(P, _NATURE, action)
-        if self.tag == _RESOLVE:
-            return _GState(P, _EXIT if action == EXIT else _NATURE, self.index)
-        if self.tag == _NATURE:
-            kids = P.branches[self.index]
-            if action < len(kids):
-                return _GState(P, _COPY, kids[action][0])
-            return _GState(P, _COPY, P.phantom_roots[self.index][action - len(kids)], True)
-        src = P.src
-        fc = int(src.first_child[self.index])
-        for c in range(fc, fc + int(src.num_children[self.index])):
-            if int(src.action[c]) == action:
-                return _GState(P, _COPY, c, self.phantom)
-        raise SubgameError(f"no action {action} at source node {self.index}")
-
-    def infoset_key(self, player: int) -> Hashable:
-        if self.tag == _COPY:
-            kid = int(self.plan.src.kinfo[self.index, player])
-            if self.phantom and player == 0:
-                return ("phantom", kid)
-            return ("src", kid)
-        if player == 1 and self.tag != _ROOT:
-            return ("gadget", self.tag, self.index)
-        return ("gadget", _ROOT)
-
-    def infoset_name(self, player: int) -> str:
-        if self.tag == _ROOT:
-            return "gadget:root"
-        if self.tag == _RESOLVE:
-            return f"gadget:resolve:{self.index}"
-        src = self.plan.src
-        h = self.index
-        g = int(src.infoset[h])
-        if g >= 0 and int(src.infoset_player[g]) == player:
-            return src.infoset_names[g]
-        return f"p{player}:kinfo{int(src.kinfo[h, player])}"
-
-    def utility(self) -> float:
-        if self.tag == _COPY:
-            return float(self.plan.src.utility[self.index])
-        return 0.0
-
-    def action_string(self, action: int) -> str:
-        if self.tag == _RESOLVE:
-            return "EXIT" if action == EXIT else "PLAY"
-        return str(action)
-
-
-@dataclass(frozen=True)
-class _GadgetGame:
-    plan: _Plan
-
-    @property
-    def name(self) -> str:
-        return self.plan.name
-
-    def new_initial_state(self) -> _GState:
-        return _GState(self.plan, _ROOT)
-
-
-def _walk(tree: GameTree, root: _GState) -> list[_GState]:
-    """The gadget states in the tree's BFS node order."""
-    states = [root]
-    for h in range(tree.num_nodes):
-        s = states[h]
-        fc = int(tree.first_child[h])
-        for c in range(fc, fc + int(tree.num_children[h])):
-            states.append(s.child(int(tree.action[c])))
-    return states
-
-
-# ---------------------------------------------------------------------------------------------
 # MakeSubgame
 
 
@@ -667,6 +205,8 @@ def infoset_id(tree: GameTree, infoset: int | str) -> int:
     return int(infoset)
 
 
+# Long by design: it follows Zhang & Sandholm 2021, Algorithm 12 (MakeSubgame) line by line,
+# the numbered steps in order; split up, each step would take the whole plan again.
 def make_subgame(
     tree: GameTree,
     blueprint: FloatArray,
@@ -951,3 +491,19 @@ def subgame_margins(sub: Subgame, gadget_strategy: FloatArray) -> FloatArray:
     with np.errstate(divide="ignore", invalid="ignore"):
         cond = (Vg + sub.root_base_outside) / Rg
     return cond * (sub.root_weight / sub.root_reach) - sub.alternate_values
+
+
+__all__ = [
+    "AlternateValues",
+    "GadgetKind",
+    "ResolvePrior",
+    "Subgame",
+    "SubgameError",
+    "SubgameOptions",
+    "first_node_of_infoset",
+    "infoset_id",
+    "lift",
+    "make_subgame",
+    "region_values",
+    "subgame_margins",
+]

@@ -28,14 +28,9 @@ import scipy.sparse as sp
 
 from caligo.core.game import CHANCE, TERMINAL
 from caligo.core.tree import FloatArray, GameTree, build_tree
-from caligo.subgame.gadget import (
-    EXIT,
-    PLAY,
-    GadgetKind,
-    Subgame,
-    SubgameError,
-    _region_of,
-)
+from caligo.subgame.gadget import GadgetKind, Subgame, SubgameError
+from caligo.subgame.options import EXIT, PLAY
+from caligo.subgame.regions import _region_of
 
 
 @dataclass(frozen=True)

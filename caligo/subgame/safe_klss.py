@@ -51,10 +51,9 @@ from caligo.subgame.gadget import (
     Subgame,
     SubgameError,
     SubgameOptions,
-    _region_of,
-    first_node_of_infoset,
     make_subgame,
 )
+from caligo.subgame.regions import _region_of, first_node_of_infoset
 
 
 def blueprint_on_gadget(sub: Subgame, tree: GameTree, blueprint: FloatArray) -> FloatArray:

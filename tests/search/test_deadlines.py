@@ -19,10 +19,10 @@ from caligo.core.games import load_game
 from caligo.limits import Deadline, Limits, Pace
 from caligo.search import expand as X
 from caligo.search.config import Expansion, Iterations, Schedule, SearchConfig
-from caligo.search.construct import ROOT_PACE_S, evaluate_until
 from caligo.search.engine import GrowingTreeSearch
 from caligo.search.evaluators import PerfectInfoEvaluator
 from caligo.search.game import TreeGame
+from caligo.search.materialize import ROOT_PACE_S, evaluate_until
 from tests.clocks import Ticker
 from tests.search.conftest import util_scale
 

@@ -73,6 +73,7 @@ from caligo.core.lp import LPError
 from caligo.limits import Deadline, Pace
 from caligo.search import construct as C
 from caligo.search import expand as X
+from caligo.search import materialize as M
 from caligo.search.arena import EXPANDED, M_MAX_DEPTH, Arena, Capacity
 from caligo.search.game import Belief, Evaluator, SearchGame
 
@@ -130,7 +131,7 @@ class ZS21Search:
         self._build_s: float | None = None  # the last LP's export and write-back (`_solve`)
         self._lp_s: float | None = None  # the last LP, export to write-back (`_solve`)
         self.last: SubgameInfo | None = None
-        self.root_pace = Pace(C.ROOT_PACE_S)  # seconds per evaluated particle (`reroot`)
+        self.root_pace = Pace(M.ROOT_PACE_S)  # seconds per evaluated particle (`reroot`)
         self.leaf_pace = Pace(X.LEAF_PACE_S)  # seconds per expanded leaf (`run`)
 
     # building -------------------------------------------------------------------------------
@@ -294,6 +295,8 @@ class ZS21Search:
         return out
 
     # the loop -------------------------------------------------------------------------------
+    # Long by design: Zhang & Sandholm 2021, Algorithm 15 lines 22-38 (the deepening loop) in
+    # order, with the budget checks between its steps.
     def run(self, budget: ZS21Budget, cur_key: int | None, seed: int,
             deadline: Deadline | None = None) -> LoopStats:
         """Algorithm 15 lines 22-38 within `budget` and `deadline` (module docstring): the

@@ -54,6 +54,8 @@ from caligo.core.lp import REACH_TOL
 from caligo.core.tree import GameTree
 from caligo.limits import Deadline, Pace
 from caligo.search import construct as C
+from caligo.search import construct_kernels as K
+from caligo.search import materialize as M
 from caligo.search.arena import EXPANDED, FROZEN, GADGET, Arena
 from caligo.search.config import (
     AlternateValues,
@@ -100,7 +102,7 @@ class _TreeTranspositions:
         self.memo: dict[int, int] = {}
 
     def __call__(self, states: I64) -> np.ndarray:
-        from caligo.subgame.gadget import subtree_signature
+        from caligo.subgame.regions import subtree_signature
 
         out = np.empty(np.asarray(states).shape[0], dtype=np.uint64)
         for i, s in enumerate(np.asarray(states, dtype=np.int64).tolist()):
@@ -169,6 +171,9 @@ def infoset_value(prof: C.Profile, nodes: np.ndarray) -> float:
     return float(np.dot(w, prof.v[nodes]) / w.sum())
 
 
+# Long by design: the module docstring's steps 1-5 in order (Zhang & Sandholm 2021, Algorithm 12
+# with k = 1 and Algorithm 15 lines 11-19: I', the root infosets, merging, margins, particles),
+# over the search's published stages.
 def make_subgame(
     old: Arena,
     layer: RootLayer,
@@ -214,7 +219,7 @@ def make_subgame(
     in_j = alive & np.isin(nd.key[:n, opp], jkeys)
     in_s = is_i | in_j
     under = np.zeros(n, dtype=np.bool_)
-    C.under_kernel(nd.parent, n, old.n_roots, in_s, under)
+    K.under_kernel(nd.parent, n, old.n_roots, in_s, under)
     roots = np.flatnonzero(in_s & ~under)
     rank = {int(k): j for j, k in enumerate(jkeys.tolist())}
     m0 = jkeys.size
@@ -283,11 +288,11 @@ def make_subgame(
     dropped = int(np.count_nonzero(keep & ~reached))
     keep &= reached
 
-    groups: list[C.Group] = []
+    groups: list[M.Group] = []
     q_all: list[np.ndarray] = []
     for j in np.flatnonzero(keep).tolist():
         rs = roots[rj == j]
-        groups.append(C.Group(
+        groups.append(M.Group(
             key=int(jkeys[j]), alt=float(alt[j]), gift=float(gifts[j]), sigma=float(sigma[j]),
             P=0.0, old=rs, q_old=cx[rs] / D[j], in_i_old=is_i[rs],
         ))  # fmt: skip
@@ -299,18 +304,18 @@ def make_subgame(
     need = min(config.particles, size) - kept_i
     particles = 0
     if need > 0:
-        picks = C.sample_outside(game, belief, nd, i_nodes, need, rng)
-        vals = C.evaluate_until(evaluator, picks, deadline, 1 if kept_i == 0 else 0, pace)
+        picks = M.sample_outside(game, belief, nd, i_nodes, need, rng)
+        vals = M.evaluate_until(evaluator, picks, deadline, 1 if kept_i == 0 else 0, pace)
         picks = picks[: vals.size]
         particles = int(picks.size)
         if picks.size:  # singleton opponent infosets, threshold min(û, ũ(h)) (Fig. 9's too)
-            used = C.add_sampled(groups, picks, game, belief, evaluator, cur_key,
+            used = M.add_sampled(groups, picks, game, belief, evaluator, cur_key,
                                   search_config(config), u_hat, searcher, nd, vals)
             assert used == particles  # singleton groups: no evaluation, nothing left out
             q_all.extend(np.ones(1) for _ in range(particles))
 
     # 6. the new arena
-    build = C.materialize(old, new, groups, strat, game, search_config(config), searcher,
+    build = M.materialize(old, new, groups, strat, game, search_config(config), searcher,
                            util_scale, kept_i, particles, u_hat, cur_key)
     nr = new.n_roots
     new.nodes.chance_prob[:nr] = np.concatenate(q_all)
