@@ -226,7 +226,7 @@ def test_more_moves_than_the_buffer_raise(monkeypatch: pytest.MonkeyPatch) -> No
     """No position `from_fen` accepts has more than MAX_MOVES moves (see its docstring), so the
     overflow path is tested with a 10-move buffer: every kernel reports it, the boundary raises
     (or, for move lists, grows its buffer); nothing is dropped silently."""
-    import caligo.fow.belief as belief_module
+    import caligo.fow.belief_update as belief_module
     import caligo.fow.movegen as movegen
     from caligo.fow.belief import BeliefSet
     from caligo.fow.observation import observe
