@@ -32,8 +32,9 @@ from caligo.agents.random_agent import RandomAgent
 from caligo.fow.game import Game
 from caligo.fow.observation import observe
 from caligo.fow.view import legal_moves_uci
-from caligo.play.match import MatchConfig, engine_configs, run_match
+from caligo.play.match import MatchConfig, engine_configs
 from caligo.play.referee import play_game
+from caligo.play.runner import run_match
 from caligo.play.session import GameSession, SessionConfig
 
 

@@ -46,8 +46,8 @@ def _match(args: argparse.Namespace) -> int:
         Outputs,
         engine_configs,
         read_openings,
-        run_match,
     )
+    from caligo.play.runner import run_match
     from caligo.play.stats import SprtConfig
 
     engines = engine_configs(args.engine, [TimeControl.parse(t) for t in args.tc or []])

@@ -1,6 +1,6 @@
 """Where a match's pairs run: inline, a local process pool (default), or Ray actors.
 
-Every backend has the same small interface used by `caligo.play.match.run_match`: `submit` a
+Every backend has the same small interface used by `caligo.play.runner.run_match`: `submit` a
 `PairSpec`, ask how many are `pending`, take the `next_result` as it finishes (a `PairResult`
 or the exception that failed the pair), `cancel_pending` pairs that have not started (SPRT
 stop) and `close`. Each worker is a `PairWorker` that keeps its engines warm between pairs.

@@ -14,7 +14,8 @@ import pytest
 from caligo.agents.base import TimeControl
 from caligo.cli import main
 from caligo.cli.cmd_strength import StrengthError, move_stats, table_row
-from caligo.play.match import MatchConfig, Outputs, engine_configs, run_match
+from caligo.play.match import MatchConfig, Outputs, engine_configs
+from caligo.play.runner import run_match
 
 
 def test_table_and_move_statistics(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

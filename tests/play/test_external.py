@@ -20,18 +20,16 @@ from pathlib import Path
 
 import pytest
 
-from caligo.agents import external
+from caligo.agents import engine_process as external
 from caligo.agents.base import TimeControl
+from caligo.agents.engine_process import STDERR_LINE_CHARS, STDERR_TAIL_LINES, _StderrTail
 from caligo.agents.external import (
-    STDERR_LINE_CHARS,
-    STDERR_TAIL_LINES,
     EngineProtocolError,
     EngineTimeout,
     ExternalAgent,
     ExternalSettings,
     SkipKind,
     SkipLog,
-    _StderrTail,
 )
 from caligo.agents.random_agent import RandomAgent
 from caligo.play.referee import play_game

@@ -25,8 +25,8 @@ from caligo.play.match import (
     Outputs,
     engine_configs,
     read_openings,
-    run_match,
 )
+from caligo.play.runner import run_match
 from caligo.play.stats import SprtConfig, SprtDecision
 from caligo.play.storage import GameStore
 from tests.conftest import SHORT

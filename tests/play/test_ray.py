@@ -19,7 +19,8 @@ ray = pytest.importorskip(
 )
 
 from caligo.fow.notation import read_pgns  # noqa: E402
-from caligo.play.match import Backend, MatchConfig, Outputs, engine_configs, run_match  # noqa: E402
+from caligo.play.match import Backend, MatchConfig, Outputs, engine_configs  # noqa: E402
+from caligo.play.runner import run_match  # noqa: E402
 from caligo.play.stats import SprtConfig, SprtDecision  # noqa: E402
 
 FAKE = Path(__file__).with_name("fake_engine.py")
