@@ -153,12 +153,28 @@ def _warm_up(config: Any) -> None:
 
 
 def _solve(args: argparse.Namespace) -> int:
-    from caligo.core.best_response import nash_conv, player_exploitability
-
     if args.algo == "lp" and (args.plot or args.trace or args.load):
         flag = "--plot" if args.plot else "--trace" if args.trace else "--load"
         raise ValueError(f"{flag} needs an iterative algorithm (cfr, cfr+, dcfr, pcfr+), not lp")
-    saved = None
+    tree, built, saved = _solve_input(args)
+    out: dict[str, Any] = {"game": tree.name, "nodes": tree.num_nodes,
+                           "infosets": tree.num_infosets, "algorithm": args.algo}
+    if not args.json:
+        print(f"game {tree.name}: {tree.num_nodes} nodes, {tree.num_infosets} infosets "
+              f"(built in {built:.2f} s)")
+    strategy, value, result = _solve_run(args, tree, saved, out)
+    interrupted = result is not None and result.interrupted
+    _solve_report(args, tree, strategy, value, result, out)
+    if args.json:
+        print_json(out)
+    if interrupted:
+        say(f"interrupted after {out['iterations']} iterations")
+        return 130
+    return 0
+
+
+def _solve_input(args: argparse.Namespace) -> tuple[Any, float, Any]:
+    """The tree to solve, the seconds it took to build, and the saved strategy (`--load`)."""
     with Bars() as bars:
         if args.load is not None:
             from caligo.core.strategy_file import load_strategy
@@ -170,64 +186,71 @@ def _solve(args: argparse.Namespace) -> int:
                 if normalize_spec(args.game) != saved.tree.name:
                     raise ValueError(f"{str(args.load)!r} holds a strategy for "
                                      f"{saved.tree.name!r}, not {args.game!r}")
-            tree, built = saved.tree, 0.0
-        elif args.game is None:
+            return saved.tree, 0.0, saved
+        if args.game is None:
             raise ValueError("name a GAME, or --load a saved strategy")
-        else:
-            tree, built = _load(args.game, args.max_nodes, bars)
-    out: dict[str, Any] = {"game": tree.name, "nodes": tree.num_nodes,
-                           "infosets": tree.num_infosets, "algorithm": args.algo}
-    if not args.json:
-        print(f"game {tree.name}: {tree.num_nodes} nodes, {tree.num_infosets} infosets "
-              f"(built in {built:.2f} s)")
-    interrupted = False
-    result = None
+        tree, built = _load(args.game, args.max_nodes, bars)
+        return tree, built, None
+
+
+def _solve_run(args: argparse.Namespace, tree: Any, saved: Any,
+               out: dict[str, Any]) -> tuple[Any, float | None, Any]:
+    """Solve (or evaluate the saved strategy): the strategy, the game value (None when not
+    computed) and the iterative solver's result (None for the LP or an evaluation)."""
     if args.algo == "lp":
         from caligo.core.lp import solve_lp
 
         start = time.perf_counter()
         with notice(f"solving both players' sequence-form LPs for {tree.name} ..."):
             lp = solve_lp(tree)
-        strategy, value = lp.strategy, lp.value
         out.update(seconds=time.perf_counter() - start, iterations=0)
         if not args.json:
             print(f"lp: both players' equilibrium strategies in {out['seconds']:.2f} s")
-    elif saved is not None and args.iters == 0:
-        strategy, value = saved.strategy, None
+        return lp.strategy, lp.value, None
+    from caligo.core.lp import game_value
+
+    if saved is not None and args.iters == 0:
         out.update(iterations=0, seconds=0.0, evaluated=str(args.load))
         if not args.json:
             print(f"evaluating the strategy saved in {args.load} ({dict(saved.meta)})")
+        value = None
         if not args.no_value:
-            from caligo.core.lp import game_value
-
             with notice(f"solving the LP for the game value of {tree.name} ..."):
                 value = game_value(tree)
-    else:
-        from caligo.core.cfr import Algorithm, CFRConfig, log_checkpoints, solve_cfr
+        return saved.strategy, value, None
+    from caligo.core.cfr import Algorithm, CFRConfig, log_checkpoints, solve_cfr
 
-        config = CFRConfig.preset(Algorithm(args.algo))
-        _warm_up(config)
-        points = log_checkpoints(args.iters) if args.plot or args.trace else ()
-        initial = saved.strategy if saved is not None else None
-        with Bars() as bars:
-            result = solve_cfr(tree, config, args.iters, record_at=points, initial=initial,
-                               progress=bars(args.iters, args.algo), interruptible=True)
-        strategy, value, interrupted = result.average, None, result.interrupted
-        rate = result.iterations / max(result.seconds, 1e-9)
-        out.update(iterations=result.iterations, seconds=result.seconds,
-                   trace=[{"iteration": p.iteration, "openspiel_exploitability": p.value}
-                          for p in result.trace])
-        if not args.json:
-            stop = " (interrupted)" if interrupted else ""
-            start_from = f" from {args.load}" if saved is not None else ""
-            print(f"{args.algo}{start_from}: {result.iterations} iterations in "
-                  f"{result.seconds:.2f} s ({rate:.0f} it/s){stop}")
-        if not args.no_value and not interrupted:
-            from caligo.core.lp import game_value
+    config = CFRConfig.preset(Algorithm(args.algo))
+    _warm_up(config)
+    points = log_checkpoints(args.iters) if args.plot or args.trace else ()
+    initial = saved.strategy if saved is not None else None
+    with Bars() as bars:
+        result = solve_cfr(tree, config, args.iters, record_at=points, initial=initial,
+                           progress=bars(args.iters, args.algo), interruptible=True)
+    rate = result.iterations / max(result.seconds, 1e-9)
+    out.update(iterations=result.iterations, seconds=result.seconds,
+               trace=[{"iteration": p.iteration, "openspiel_exploitability": p.value}
+                      for p in result.trace])
+    if not args.json:
+        stop = " (interrupted)" if result.interrupted else ""
+        start_from = f" from {args.load}" if saved is not None else ""
+        print(f"{args.algo}{start_from}: {result.iterations} iterations in "
+              f"{result.seconds:.2f} s ({rate:.0f} it/s){stop}")
+    value = None
+    if not args.no_value and not result.interrupted:
+        with notice(f"solving the LP for the game value of {tree.name} (skip it with "
+                    "--no-value) ..."):
+            value = game_value(tree)
+    return result.average, value, result
 
-            with notice(f"solving the LP for the game value of {tree.name} (skip it with "
-                        "--no-value) ..."):
-                value = game_value(tree)
+
+def _solve_report(args: argparse.Namespace, tree: Any, strategy: Any, value: float | None,
+                  result: Any, out: dict[str, Any]) -> None:
+    """NashConv and exploitabilities of `strategy` into `out` and on the terminal; the plot
+    and the saved strategy when asked for."""
+    from caligo.core.best_response import nash_conv, player_exploitability
+
+    interrupted = result is not None and result.interrupted
     nc = nash_conv(tree, strategy)
     out.update(interrupted=interrupted, value=value, nash_conv=nc,
                openspiel_exploitability=nc / 2,
@@ -262,12 +285,6 @@ def _solve(args: argparse.Namespace) -> int:
         out["saved"] = str(path)
         if not args.json:
             print(f"strategy written to {path}")
-    if args.json:
-        print_json(out)
-    if interrupted:
-        say(f"interrupted after {out['iterations']} iterations")
-        return 130
-    return 0
 
 
 def _plot(trace: Any, path: Path, title: str) -> Path:

@@ -141,6 +141,8 @@ class GameTree:
         }
 
 
+# Long by design: one breadth-first pass fills every per-node, per-infoset and per-sequence
+# array and checks perfect recall as it goes; the checks need the arrays being built.
 def build_tree(
     game: Game,
     max_nodes: int = DEFAULT_MAX_NODES,

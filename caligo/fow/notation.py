@@ -215,6 +215,8 @@ def _check_tags(tags: dict[str, str]) -> None:
             raise PgnError(f"invalid value of tag {name!r}: {value!r} (one line of text)")
 
 
+# Long by design: the PGN export standard's order, tag by tag then the movetext with its
+# comments; each part is a few lines that only make sense in that order.
 def write_pgn(
     moves: Iterable[MoveLike],
     start_fen: str = STARTING_FEN,
@@ -382,6 +384,8 @@ def read_pgn(text: str, index: int | None = None) -> PgnGame:
     return _parse_game(*chunks[index - 1])
 
 
+# Long by design: one PGN game's movetext is a state machine (tags checked, then tokens:
+# numbers, SAN moves, comments, variations, the result), each token in file order.
 def _parse_game(
     headers: dict[str, str],
     tag_lines: dict[str, tuple[int, str]],

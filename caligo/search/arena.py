@@ -286,6 +286,8 @@ class Arena:
         return int(self.nodes.depth[:n].max()) if n else 0
 
 
+# Long by design: a flat list of independent checks (the docstring's), each raising with the
+# first broken invariant; a debug checker reads best as one list.
 def check_invariants(arena: Arena) -> None:
     """Raise `ArenaInvariantError` naming the first broken invariant (debug checker).
 

@@ -117,6 +117,9 @@ def _constraints(num_seq: int, first: np.ndarray, n_act: np.ndarray, parent_seq:
     return E, e
 
 
+# Long by design: one pass writes the trunk's nodes, the gadget layer of its kind and the
+# extra-payoff entries B together, with the index maps they share; the kinds differ only in
+# their offsets.
 def export(arena: Arena, layer: RootLayer, searcher: int,
            penalty: tuple[int, np.ndarray] | None = None) -> TrunkGame:
     """The trunk of `arena` as a `GameTree` + B (module docstring).
