@@ -141,9 +141,11 @@ def play_cell(engine: str, opponent: str, tc_text: str, games: int, seed: int,
                     "ratio": None if not given else ms / given, "forfeit": True,
                     "act_ms": round(act_ms, 2), "plan": info.get("plan"),
                     "split": info.get("time_ms"), "late_ms": info.get("late_ms"),
+                    "overdue": bool(info.get("overdue")),
                     "belief": info.get("belief", info.get("belief_size"))})
-                print(f"  late move of {loser}: referee {ms:.0f} ms, act() {act_ms:.0f} ms, "
-                      f"its own split {info.get('time_ms')}", flush=True)
+                answered = " (answered by the watchdog)" if info.get("overdue") else ""
+                print(f"  late move of {loser}{answered}: referee {ms:.0f} ms, act() "
+                      f"{act_ms:.0f} ms, its own split {info.get('time_ms')}", flush=True)
             for p in session.plies:
                 name = names[p.mover]
                 if name not in ENGINES or p.decision is None:
