@@ -28,17 +28,20 @@ and it imports nothing of Caligo but `caligo.errors`.
 
 from __future__ import annotations
 
+import logging
 import math
 import queue
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Generic, TypeVar
 
 from caligo.errors import CaligoError
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["Deadline", "Limits", "LimitsError", "Overdue", "Pace", "Watchdog"]
 
@@ -186,6 +189,8 @@ class Overdue(Generic[T]):
         """How long after the instant the caller got control back (the worker held the GIL)."""
         self.where = ""
         """The worker's innermost frames when the caller got control back (for the log)."""
+        self.note = ""
+        """What the caller says about the overdue move, logged by `join` (off the clock)."""
 
     @property
     def done(self) -> bool:
@@ -193,11 +198,31 @@ class Overdue(Generic[T]):
         return self._ended.is_set()
 
     def join(self) -> T:
-        """Wait for the work to end; its value, or the exception it raised."""
+        """Wait for the work to end; its value, or the exception it raised. The `note`, if
+        any, is logged first (a log write inside the timed answer would cost its GIL
+        handoffs)."""
+        if self.note:
+            _log.warning("%s", self.note)
+            self.note = ""
         self._ended.wait()
         if "error" in self._box:
             raise self._box["error"]  # type: ignore[misc]
         return self._box["value"]  # type: ignore[return-value]
+
+
+SWITCH_INTERVAL_S = 0.0005
+"""The process's switch interval once a `Watchdog` exists (`sys.setswitchinterval`)."""
+
+
+def _innermost(frame: FrameType | None, depth: int = 4) -> str:
+    """`file:line function` of the `depth` innermost frames, innermost first (no source lines
+    read: `traceback.extract_stack` would read them, inside a timed answer)."""
+    parts = []
+    while frame is not None and len(parts) < depth:
+        code = frame.f_code
+        parts.append(f"{code.co_filename.rsplit('/', 1)[-1]}:{frame.f_lineno} {code.co_name}")
+        frame = frame.f_back
+    return " <- ".join(parts)
 
 
 class Watchdog:
@@ -208,6 +233,13 @@ class Watchdog:
 
     def __init__(self, name: str = "caligo-move") -> None:
         self.name = name
+        # the caller waiting for an instant must get Python's lock back at once when it comes:
+        # a thread asking for it waits up to the switch interval (5 ms by default) per handoff,
+        # and answering a move takes a few; with the worker in Python code that was 18 ms past
+        # a 100 ms move's answer instant (a timing run's forfeit). 0.5 ms costs nothing while
+        # the caller only waits (a waiting thread does not ask for the lock).
+        if sys.getswitchinterval() > SWITCH_INTERVAL_S:
+            sys.setswitchinterval(SWITCH_INTERVAL_S)
         self._jobs: queue.SimpleQueue[
             tuple[Callable[[], object], dict[str, object], threading.Event] | None
         ] = queue.SimpleQueue()
@@ -244,10 +276,7 @@ class Watchdog:
                 out.late_s = t - by
                 thread = self._thread
                 frame = sys._current_frames().get(thread.ident or -1) if thread else None
-                if frame is not None:
-                    out.where = " <- ".join(
-                        f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno} {f.name}"
-                        for f in reversed(traceback.extract_stack(frame)[-4:]))
+                out.where = _innermost(frame)
                 return out
         return out.join()
 

@@ -115,10 +115,12 @@ def overdue_answer(name: str, out: Overdue[Any], answer_ms: float,
     from the move's start): the emergency move, logged with where the work was; its analysis
     says `overdue` and how many moves of the game were (`late`)."""
     move = emergency_move(history, color, legal, rng)
-    log.warning("%s: the move's work overran its answer instant (%.0f ms, control back %.0f ms "
-                "after it, the work at %s); playing %s", name, answer_ms, 1000.0 * out.late_s,
-                out.where or "?", move_to_uci(move))
-    return Decision(move, info={"overdue": True, "overdue_moves": late})
+    # logged when the work is joined, off the clock (`Overdue.note`)
+    out.note = (f"{name}: the move's work overran its answer instant ({answer_ms:.0f} ms, "
+                f"control back {1000.0 * out.late_s:.0f} ms after it, the work at "
+                f"{out.where or '?'}); played {move_to_uci(move)}")
+    return Decision(move, info={"overdue": True, "overdue_moves": late,
+                                "late_ms": round(1000.0 * out.late_s, 1)})
 
 
 def emergency_move(history: Sequence[tuple[int | None, Observation]], color: int,

@@ -234,6 +234,33 @@ def test_run_by_hands_over_what_the_work_raised() -> None:
         out.join()
 
 
+def test_an_overdue_answer_logs_nothing_until_its_work_is_joined(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A log write inside the timed answer would cost GIL handoffs (the worker is still
+    running): the note the agent leaves on the handle is logged by `join`, off the clock; a
+    watchdog also lowers the process's switch interval so that the caller gets the lock back
+    within half a millisecond of asking."""
+    import logging
+    import sys
+    import threading
+
+    from caligo.limits import SWITCH_INTERVAL_S, Overdue, Watchdog
+
+    caplog.set_level(logging.WARNING)
+    release = threading.Event()
+    watchdog = Watchdog()
+    assert sys.getswitchinterval() <= SWITCH_INTERVAL_S
+    out = watchdog.run_by(release.wait, by=0.0, now=Ticker(t=1.0))
+    assert isinstance(out, Overdue)
+    out.note = "the move's work overran its answer instant"
+    assert not [r for r in caplog.records if "overran" in r.getMessage()]
+    release.set()
+    out.join()
+    assert [r for r in caplog.records if "overran" in r.getMessage()]
+    watchdog.close()
+
+
 def test_every_move_of_a_watchdog_runs_on_one_thread() -> None:
     """What binds itself to its calling thread (a Stockfish process per thread) is bound
     once: every job of a watchdog runs on its one worker thread, not the caller's."""
