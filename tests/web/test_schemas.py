@@ -78,6 +78,21 @@ def test_the_routes_are_the_documented_ones(tmp_path: Path) -> None:
         assert app.url_path_for(name, **params) == path, name
 
 
+def test_the_api_docs_show_the_request_bodies(tmp_path: Path) -> None:
+    """With the API docs on (`GuardConfig(api_docs=True)`), creation and rematch document their
+    bodies: the models' fields, which the bounded parser and `validate_body` enforce."""
+    from caligo.web import GuardConfig
+
+    app = create_app(WebConfig(db=str(tmp_path / "w.sqlite"), agent="random"),
+                     GuardConfig(api_docs=True))
+    paths = app.openapi()["paths"]
+    body = paths["/api/games"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert set(body["properties"]) == {"color", "tc", "strength"}
+    assert body["additionalProperties"] is False
+    rematch = paths["/api/games/{game_id}/rematch"]["post"]["requestBody"]
+    assert "seat" in rematch["content"]["application/json"]["schema"]["properties"]
+
+
 def test_routes_stay_above_the_hub() -> None:
     """No router imports the play layer's session, the rules or the engines: it asks the hub."""
     for path in sorted(ROUTES_DIR.glob("*.py")):

@@ -16,8 +16,16 @@ from caligo.web.hub import GameHub
 from caligo.web.live import LiveGame
 from caligo.web.reveal import finished_row, game_summary, reveal_payload, transcript
 from caligo.web.routes.deps import Client, Hub, NewGameRequest, Rematch
+from caligo.web.schemas import GameRequestBody, RematchBody
 
 router = APIRouter(prefix="/api/games")
+
+
+def _body(model: type[GameRequestBody] | type[RematchBody]) -> dict[str, Any]:
+    """The request body's schema for the API docs (the body is read by a dependency, within
+    the hostile-input limits, so FastAPI does not see the model by itself)."""
+    return {"requestBody": {"required": False, "content": {
+        "application/json": {"schema": model.model_json_schema()}}}}
 
 
 def _seat(live: LiveGame, token: str) -> dict[str, Any]:
@@ -29,7 +37,7 @@ def _download(text: str, media_type: str, name: str) -> Response:
                     headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, openapi_extra=_body(GameRequestBody))
 async def new_game(request: NewGameRequest, hub: Hub, client: Client) -> dict[str, Any]:
     """`{"color", "tc", "strength"}` -> `{"game", "seat", "color"}` (the seat token is the
     only key to the game's WebSocket)."""
@@ -37,7 +45,7 @@ async def new_game(request: NewGameRequest, hub: Hub, client: Client) -> dict[st
     return _seat(live, token)
 
 
-@router.post("/{game_id}/rematch", status_code=201)
+@router.post("/{game_id}/rematch", status_code=201, openapi_extra=_body(RematchBody))
 async def rematch(game_id: str, body: Rematch, hub: Hub, client: Client) -> dict[str, Any]:
     """`{"seat": TOKEN}` of a finished game -> a new game, same settings, colours swapped."""
     live, token = await hub.rematch(game_id, body.seat, client)
