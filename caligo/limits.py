@@ -217,7 +217,7 @@ SWITCH_INTERVAL_S = 0.0005
 def _innermost(frame: FrameType | None, depth: int = 4) -> str:
     """`file:line function` of the `depth` innermost frames, innermost first (no source lines
     read: `traceback.extract_stack` would read them, inside a timed answer)."""
-    parts = []
+    parts: list[str] = []
     while frame is not None and len(parts) < depth:
         code = frame.f_code
         parts.append(f"{code.co_filename.rsplit('/', 1)[-1]}:{frame.f_lineno} {code.co_name}")

@@ -57,7 +57,8 @@ from caligo.agents.fow_kernels import (
     _zobrist_kernel,
 )
 from caligo.errors import CaligoError
-from caligo.fow.belief import BeliefConfig, BeliefSet, Scratch
+from caligo.fow.belief import BeliefConfig, BeliefSet
+from caligo.fow.belief_update import Scratch
 from caligo.fow.errors import FowError
 from caligo.fow.evaluate import LeafEvaluator, SimpleEvaluator
 from caligo.fow.expand import observation_key
