@@ -71,6 +71,7 @@ from caligo.search.construct import start_key
 from caligo.search.evaluators import PerfectInfoEvaluator
 from caligo.search.game import TERMINAL, KeyMode, TreeGame
 from caligo.search.intern import mix_key
+from tests.agents.capped import repairs_and_losses
 from tests.clocks import Ticker
 from tests.conftest import SHORT
 
@@ -564,7 +565,7 @@ def test_a_lost_subsample_of_p_never_crashes_the_agent() -> None:
     by the rules. (A 400-game timing run lost a game to this crash: ZS21 at ply 72 with P
     capped at 2,000,000 positions.)"""
     agent = registry.create("zs21:evaluator=simple,budget=iters=20,belief=3")
-    seen = {"repairs": 0, "lost": 0}
+    infos: list[dict[str, object]] = []
     untimed = TimeControl.parse("none")
     try:
         for g in range(4 if SHORT else 10):
@@ -578,15 +579,12 @@ def test_a_lost_subsample_of_p_never_crashes_the_agent() -> None:
             assert end is not None
             assert end.reason not in (EndReason.ILLEGAL_MOVE, EndReason.CRASH,
                                       EndReason.TIME_FORFEIT), (g, end)
-            for p in session.plies:
-                if p.mover == me and p.decision is not None:
-                    info = p.decision.info
-                    seen["repairs"] = max(seen["repairs"], info.get("belief_repairs", 0),
-                                          info.get("repairs", 0))
-                    seen["lost"] += bool(info.get("belief_lost"))
+            infos += [p.decision.info for p in session.plies
+                      if p.mover == me and p.decision is not None]
     finally:
         agent.close()
-    assert seen["repairs"] + seen["lost"] > 0  # the failure really happened and was handled
+    repairs, lost = repairs_and_losses(infos)
+    assert repairs + lost > 0  # the failure really happened and was handled
 
 
 @pytest.mark.slow

@@ -1,0 +1,16 @@
+"""What the lost-subsample tests of both engines read from their decisions (a capped P that
+lost every consistent position is repaired or given up: `caligo.agents.fow_search.FowBelief`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+
+def repairs_and_losses(infos: Iterable[dict[str, Any]]) -> tuple[int, int]:
+    """(the most repairs any decision reported, how many decisions played without P)."""
+    repairs = lost = 0
+    for info in infos:
+        repairs = max(repairs, info.get("belief_repairs", 0), info.get("repairs", 0))
+        lost += bool(info.get("belief_lost"))
+    return repairs, lost
