@@ -81,6 +81,7 @@ def _lp(expansions: int) -> tuple[int, float, float]:
     from caligo.core.lp import solve_player
     from caligo.fow.evaluate import SimpleEvaluator
     from caligo.search.construct import start_key
+    from caligo.search.export import export_trunk
     from caligo.search.game import KeyMode
 
     game = FowSearchGame()
@@ -89,7 +90,7 @@ def _lp(expansions: int) -> tuple[int, float, float]:
     key = start_key(int(game.describe(np.array([0])).obs[0, 0]), KeyMode.INCREMENTAL)
     s.decide(FowBelief(game, 0), key, np.random.default_rng(0),
              ZS21Budget(seconds=None, expansions=expansions), 0)
-    tr = trunk_lp.export(s.arena, s.layer, 0, s.penalty)
+    tr = export_trunk(s.arena, s.layer, 0, s.penalty)
     ours = ref = float("inf")
     for _ in range(3):
         t0 = time.perf_counter()

@@ -25,7 +25,6 @@ __all__ = [
     "EvaluatorKind",
     "Expansion",
     "FirstDecision",
-    "GadgetInUse",
     "GadgetMode",
     "InitialStrategy",
     "Iterate",
@@ -34,6 +33,7 @@ __all__ = [
     "Purification",
     "ResolvePrior",
     "RootExpansion",
+    "RootGadget",
     "RootInfosets",
     "Schedule",
     "SearchConfig",
@@ -117,12 +117,18 @@ class GadgetMode(enum.Enum):
     RESOLVE = "resolve"
 
 
-class GadgetInUse(enum.Enum):
-    """The gadget the final iterate uses (what purification keys on)."""
+class RootGadget(enum.Enum):
+    """The root gadget a subgame is in (Zhang & Sandholm 2021, Algorithm 12; appendix D.4).
 
-    NONE = "none"  # no gadget: the search started from the game's true start
-    MAXMARGIN = "maxmargin"  # p_max = 0: Resolve never enters, the strategy is safe
-    RESOLVE = "resolve"  # p_max > 0
+    The search's result says which one its final iterate used (what purification keys on:
+    Maxmargin when p_max = 0, so Resolve never entered and the strategy is safe; Resolve when
+    p_max > 0); ZS21 switches its exact trunk between the two; `caligo.search.export` writes
+    the trunk in the form named here.
+    """
+
+    NONE = "none"  # no gadget: the subgame grows from the game's true start
+    MAXMARGIN = "maxmargin"
+    RESOLVE = "resolve"
 
 
 class Purification(enum.Enum):
@@ -403,6 +409,6 @@ class SearchResult:
     t_half: int
     depth: int
     p_max: float
-    gadget: GadgetInUse
+    gadget: RootGadget
     node_visits: int
     time: TimeSplit

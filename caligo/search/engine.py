@@ -58,10 +58,10 @@ from caligo.search.arena import (
 )
 from caligo.search.config import (
     Expansion,
-    GadgetInUse,
     InitialStrategy,
     Iterate,
     Iterations,
+    RootGadget,
     Schedule,
     SearchConfig,
     SearchError,
@@ -472,11 +472,11 @@ class GrowingTreeSearch:
             p_max = 0.0
         play = purify(policy, stable, p_max, self.config.purification, self.config.max_support)
         if not a.has_gadget:
-            gadget = GadgetInUse.NONE
+            gadget = RootGadget.NONE
         elif p_max > 0.0:
-            gadget = GadgetInUse.RESOLVE
+            gadget = RootGadget.RESOLVE
         else:
-            gadget = GadgetInUse.MAXMARGIN
+            gadget = RootGadget.MAXMARGIN
         return SearchResult(
             actions=actions, policy=policy, play=play, stable=stable,
             value=self.value_of(cur_key), nodes=a.n_nodes, infosets=a.n_infosets,

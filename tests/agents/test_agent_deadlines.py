@@ -31,6 +31,7 @@ from caligo.limits import Deadline
 from caligo.play.referee import play_game
 from caligo.play.session import EndReason, GameSession, SessionConfig
 from caligo.search.construct import start_key
+from caligo.search.export import export_trunk
 from caligo.search.game import KeyMode
 from caligo.search.intern import mix_key
 from tests.clocks import Ticker
@@ -66,7 +67,7 @@ def _grown_trunk(expansions: int) -> ZS21Search:
 def test_a_zs21_lp_stops_at_its_time_limit() -> None:
     search = _grown_trunk(2500)
     assert search.arena.n_nodes > 50_000
-    trunk = trunk_lp.export(search.arena, search.layer, search.searcher, search.penalty)
+    trunk = export_trunk(search.arena, search.layer, search.searcher, search.penalty)
     t0 = CPU()
     try:
         trunk_lp.solve(trunk, search.arena, time_limit=0.05)

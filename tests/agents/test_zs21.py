@@ -37,7 +37,6 @@ from caligo.agents.random_agent import RandomAgent
 from caligo.agents.timing import UNTIMED
 from caligo.agents.timing import ZS21 as ZS21_POLICY
 from caligo.agents.zs21 import (
-    Gadget,
     Penalty,
     StartMode,
     ZS21Budget,
@@ -67,8 +66,10 @@ from caligo.fow.observation import observe
 from caligo.play.referee import play_game
 from caligo.play.session import EndReason, GameSession, SessionConfig
 from caligo.search.arena import EXPANDED
+from caligo.search.config import RootGadget
 from caligo.search.construct import start_key
 from caligo.search.evaluators import PerfectInfoEvaluator
+from caligo.search.export import RootLayer, export_trunk
 from caligo.search.game import TERMINAL, KeyMode, TreeGame
 from caligo.search.intern import mix_key
 from tests.agents.capped import repairs_and_losses
@@ -175,7 +176,7 @@ def test_one_lp_gives_both_players_exact_strategies() -> None:
             key = int(mix_key(np.uint64(key), np.int64(-1 if own is None else own),
                               np.uint64(observation_key(obs))))
         res = s.decide(bel, key, np.random.default_rng(0), ZS21Budget(expansions=200), 0)
-        tr = trunk_lp.export(s.arena, s.layer, seat, s.penalty)
+        tr = export_trunk(s.arena, s.layer, seat, s.penalty)
         sol = trunk_lp.solve(tr, s.arena)
         v0 = sol.value if seat == 0 else -sol.value  # player 0's utility
         assert best_response(tr.tree, sol.strategy, seat, extra=tr.extra).value == (
@@ -297,8 +298,8 @@ def test_the_two_forms_give_the_same_strategy_and_values_a_constant_apart() -> N
         key = _black_key(game, truth)
         s.reroot(bel, key, np.random.default_rng(0))
         s.set_information_term(key, bel.size())
-        s.layer = trunk_lp.RootLayer(Gadget.MAXMARGIN, s.layer.threshold, s.layer.alpha)
-        tr = trunk_lp.export(s.arena, s.layer, 1, s.penalty)
+        s.layer = RootLayer(RootGadget.MAXMARGIN, s.layer.threshold, s.layer.alpha)
+        tr = export_trunk(s.arena, s.layer, 1, s.penalty)
         sol = trunk_lp.solve(tr, s.arena, canonical=True)
         g = tr.root_infoset
         off, n = int(tr.tree.infoset_offset[g]), int(tr.tree.infoset_num_actions[g])
@@ -323,7 +324,7 @@ def test_switch_to_resolve_when_a_margin_must_be_negative() -> None:
     agent = _kuhn_agent(cfg)
     agent.observe(int(tree.infoset_kinfo[_first_infoset(tree, "1")]))
     res = agent.act()
-    assert res.gadget is Gadget.RESOLVE and res.switches >= 1 and res.value < 0
+    assert res.gadget is RootGadget.RESOLVE and res.switches >= 1 and res.value < 0
 
 
 def test_switch_back_to_maxmargin_when_margins_can_be_non_negative() -> None:
@@ -336,24 +337,24 @@ def test_switch_back_to_maxmargin_when_margins_can_be_non_negative() -> None:
     s = agent.search
     s.reroot(agent.belief, agent.key, np.random.default_rng(0))
     s._ensure_infoset(agent.key)
-    s.layer = trunk_lp.RootLayer(Gadget.RESOLVE, s.layer.threshold, s.layer.alpha)
+    s.layer = RootLayer(RootGadget.RESOLVE, s.layer.threshold, s.layer.alpha)
     stats = s.run(cfg.budget, agent.key, 0)
-    assert s.layer.kind is Gadget.MAXMARGIN and stats.switches >= 1 and stats.value >= -1e-9
+    assert s.layer.kind is RootGadget.MAXMARGIN and stats.switches >= 1 and stats.value >= -1e-9
 
 
 def _reaches(search: ZS21Search) -> tuple[np.ndarray, np.ndarray]:
     """x(h), y(h) of every arena node, from the exported game's realization plans (our frozen
     infosets, chance nodes there, multiply in the blueprint's probabilities)."""
-    tr = trunk_lp.export(search.arena, search.layer, search.searcher, search.penalty)
+    tr = export_trunk(search.arena, search.layer, search.searcher, search.penalty)
     t = tr.tree
     a = search.arena
     s = np.zeros(t.num_slots)
     ok = tr.slot_of >= 0
     s[ok] = a.slots.strat[tr.slot_of[ok]]
     m = a.n_j
-    if search.layer.kind is Gadget.MAXMARGIN:
+    if search.layer.kind is RootGadget.MAXMARGIN:
         s[:m] = a.roots.w[:m]
-    elif search.layer.kind is Gadget.RESOLVE:
+    elif search.layer.kind is RootGadget.RESOLVE:
         play = a.roots.w[:m] / search.layer.alpha[:m]
         s[0 : 2 * m : 2], s[1 : 2 * m : 2] = 1.0 - play, play
     me = search.searcher

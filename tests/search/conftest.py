@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from caligo.core.strategy import realization_plan, uniform_strategy
 from caligo.core.tree import GameTree
 from caligo.search.agent import TreeGameBelief
-from caligo.search.config import Expansion, Iterations, SearchConfig
+from caligo.search.arena import Arena
+from caligo.search.config import Expansion, Iterations, SearchConfig, SubgameKind
 from caligo.search.engine import GrowingTreeSearch
 from caligo.search.evaluators import PerfectInfoEvaluator, ZeroEvaluator
+from caligo.search.export import strategy_on_tree
 from caligo.search.game import TreeGame
 
 
@@ -53,3 +56,29 @@ def belief_at(tree: GameTree, infoset: int) -> tuple[TreeGameBelief, int]:
 
 def rng(seed: int = 0) -> np.random.Generator:
     return np.random.default_rng(seed)
+
+
+def rerooted(tree: GameTree, limit: int = 6, **overrides: object) -> list[Arena]:
+    """Subgames (KLUSS unless `overrides` say otherwise) re-rooted at player 0's infosets below
+    its first decision that a 25-iteration blueprint of a full search reaches: arenas with a
+    root gadget, each a fresh copy built from the same blueprint."""
+    overrides.setdefault("subgame", SubgameKind.KLUSS)
+    eng = full_search(tree, 25, **overrides)
+    bp = strategy_on_tree(eng.arena, tree, uniform_strategy(tree))
+    x = realization_plan(tree, bp, 0)
+    base = eng.arena.copy()
+    out = []
+    for g in tree.infosets_of(0):
+        ps = int(tree.infoset_parent_seq[g])
+        if ps == 0 or x[ps] <= 0:
+            continue
+        eng.arena = base.copy()
+        eng._spare = None
+        bel, key = belief_at(tree, int(g))
+        eng.reroot(bel, key, rng())
+        assert eng.arena.has_gadget
+        out.append(eng.arena)
+        if len(out) == limit:
+            break
+    assert out, f"{tree.name}: no infoset below player 0's first decision is reached"
+    return out

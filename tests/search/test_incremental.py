@@ -15,8 +15,8 @@ from caligo.core.tree import GameTree
 from caligo.search.agent import SearchAgent, tree_agent
 from caligo.search.config import Expansion, Iterations, Purification, SearchConfig
 from caligo.search.evaluators import PerfectInfoEvaluator
-from caligo.search.export import arena_to_gametree
 from caligo.search.game import KeyMode, TreeGame
+from tests.search.arena_reader import arena_to_gametree
 from tests.search.conftest import util_scale
 
 

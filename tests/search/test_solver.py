@@ -18,8 +18,9 @@ from caligo.core.strategy import normalize_per_infoset, uniform_strategy
 from caligo.core.tree import GameTree, build_tree
 from caligo.search.arena import IFROZEN, check_invariants
 from caligo.search.config import InitialStrategy, Iterate, SubgameKind
-from caligo.search.export import arena_to_gametree, strategy_on_tree
+from caligo.search.export import strategy_on_tree
 from caligo.search.reference import reference_iteration
+from tests.search.arena_reader import arena_to_gametree
 from tests.search.conftest import belief_at, full_search, gtcfr_search, rng
 
 GAMES = ["kuhn_poker", "leduc_poker", "liars_dice(dice_sides=3)",

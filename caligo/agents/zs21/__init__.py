@@ -5,16 +5,16 @@ solves of the trunk, iterative deepening with ZS21's move ordering, L = 200 part
 information-seeking term with M = 10^7 and the Maxmargin/Resolve switch (Algorithm 15), written
 against `caligo.search`'s game interface so it runs on FoW chess and on any `TreeGame`.
 
-- `config`: `ZS21Config`, `ZS21Budget`, the enums, `ZS21Result`;
+- `config`: `ZS21Config`, `ZS21Budget`, the enums, `ZS21Result` (the root gadget's kind is the
+  search's `caligo.search.config.RootGadget`);
 - `subgame`: Algorithm 12 and lines 11-20 of Algorithm 15 on a search arena;
-- `trunk_lp`: the trunk as a `GameTree` + B, solved by `caligo.core.lp`;
+- `trunk_lp`: the trunk, exported by `caligo.search.export`, solved exactly by LP (HiGHS);
 - `search`: `ZS21Search`, the decision loop and the expansion rules;
 - `agent`: `ZS21Agent`, the FoW chess agent (registered as `zs21`), and `ZS21TreeAgent` with
   `zs21_exploitability` for small games.
 """
 
 from caligo.agents.zs21.config import (
-    Gadget,
     Penalty,
     StartMode,
     ZS21Budget,
@@ -26,7 +26,6 @@ from caligo.agents.zs21.config import (
 from caligo.agents.zs21.search import ZS21Search
 
 __all__ = [
-    "Gadget",
     "Penalty",
     "StartMode",
     "ZS21Budget",

@@ -14,9 +14,9 @@ import numpy as np
 
 from caligo.core.lp import TieBreak
 from caligo.errors import CaligoError
+from caligo.search.config import RootGadget
 
 __all__ = [
-    "Gadget",
     "Penalty",
     "StartMode",
     "ZS21Budget",
@@ -33,14 +33,6 @@ class ZS21Error(CaligoError, ValueError):
 
 class ZS21ConfigError(ZS21Error):
     """A `ZS21Config` or `ZS21Budget` field out of range or of the wrong type."""
-
-
-class Gadget(enum.Enum):
-    """The root gadget of a subgame (Zhang & Sandholm 2021, Algorithm 12; D.4)."""
-
-    NONE = "none"  # no gadget: the trunk grows from the game's true start
-    MAXMARGIN = "maxmargin"
-    RESOLVE = "resolve"
 
 
 class Penalty(enum.Enum):
@@ -183,7 +175,7 @@ class ZS21Result:
     policy: np.ndarray
     value: float
     infoset_value: float
-    gadget: Gadget
+    gadget: RootGadget
     switches: int
     nodes: int
     infosets: int

@@ -51,7 +51,6 @@ import numpy as np
 
 from caligo.agents.zs21 import trunk_lp
 from caligo.agents.zs21.config import (
-    Gadget,
     StartMode,
     ZS21Budget,
     ZS21Config,
@@ -67,7 +66,6 @@ from caligo.agents.zs21.subgame import (
     search_config,
     transposition_keys,
 )
-from caligo.agents.zs21.trunk_lp import RootLayer
 from caligo.core.game import CHANCE, TERMINAL
 from caligo.core.lp import LPError
 from caligo.limits import Deadline, Pace
@@ -75,6 +73,8 @@ from caligo.search import construct as C
 from caligo.search import expand as X
 from caligo.search import materialize as M
 from caligo.search.arena import EXPANDED, M_MAX_DEPTH, Arena, Capacity
+from caligo.search.config import RootGadget
+from caligo.search.export import RootLayer, export_trunk, write_back
 from caligo.search.game import Belief, Evaluator, SearchGame
 
 __all__ = ["LoopStats", "ZS21Search"]
@@ -123,7 +123,7 @@ class ZS21Search:
         slack = config.expand_batch * MAX_CHILDREN + 2 * config.particles + 1024
         self.arena = Arena(Capacity.for_nodes(self.max_nodes + slack))
         self._spare: Arena | None = None
-        self.layer = RootLayer(Gadget.NONE, np.zeros(1), np.ones(1))
+        self.layer = RootLayer(RootGadget.NONE, np.zeros(1), np.ones(1))
         self.transpositions = (transpositions if transpositions is not None
                                else transposition_keys(game))
         self.penalty: tuple[int, np.ndarray] | None = None
@@ -139,7 +139,7 @@ class ZS21Search:
         """The trunk of Algorithm 15 at the start of a playthrough: one node, no gadget."""
         C.init_plain(self.arena, self.game, self.evaluator, int(state), self.searcher,
                      search_config(self.config), self.util_scale)
-        self.layer = RootLayer(Gadget.NONE, np.zeros(1), np.ones(1))
+        self.layer = RootLayer(RootGadget.NONE, np.zeros(1), np.ones(1))
         self.penalty = None
         self.solved = False
 
@@ -212,19 +212,19 @@ class ZS21Search:
                           f"took {1000 * last:.0f} ms)")
         clock = deadline.now if deadline is not None else time.perf_counter
         t0 = clock()
-        trunk = trunk_lp.export(self.arena, self.layer, self.searcher, self.penalty)
+        trunk = export_trunk(self.arena, self.layer, self.searcher, self.penalty)
         t_export = clock() - t0
         limit = None if deadline is None else max(deadline.left() - 0.5 * t_export, 1e-3)
         sol = trunk_lp.solve(trunk, self.arena, self.config.tie_break, self.config.canonical,
                              limit)
         t1 = clock()
-        trunk_lp.write_back(trunk, self.arena, sol)
+        write_back(trunk, self.arena, sol.strategy)
         self._build_s = t_export + (clock() - t1)
         self._lp_s = clock() - t0
         self.solved = True
         return sol
 
-    def _switch(self, kind: Gadget) -> None:
+    def _switch(self, kind: RootGadget) -> None:
         self.layer = RootLayer(kind, self.layer.threshold, self.layer.alpha)
 
     # expanding ------------------------------------------------------------------------------
@@ -329,10 +329,10 @@ class ZS21Search:
                 last_lp = now() - c_lp
                 lp_nodes = max(self.arena.n_nodes, 1)
                 kind = self.layer.kind
-                if kind is Gadget.MAXMARGIN and sol.value < -tol:
-                    self._switch(Gadget.RESOLVE)
-                elif kind is Gadget.RESOLVE and sol.value >= -tol:
-                    self._switch(Gadget.MAXMARGIN)
+                if kind is RootGadget.MAXMARGIN and sol.value < -tol:
+                    self._switch(RootGadget.RESOLVE)
+                elif kind is RootGadget.RESOLVE and sol.value >= -tol:
+                    self._switch(RootGadget.MAXMARGIN)
                 if self.layer.kind is not kind:
                     switches += 1
                     sol = self._solve(deadline)
@@ -394,7 +394,7 @@ class ZS21Search:
     def warm_start(self, budget: ZS21Budget, seed: int,
                    deadline: Deadline | None = None) -> LoopStats | None:
         """`StartMode.SOLVE_FROM_START`: deepen and solve the trunk from the game's start."""
-        if self.layer.kind is not Gadget.NONE or self.solved:
+        if self.layer.kind is not RootGadget.NONE or self.solved:
             return None
         if self.config.start is not StartMode.SOLVE_FROM_START:
             return None

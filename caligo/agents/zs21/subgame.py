@@ -48,8 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from caligo.agents.zs21.config import Gadget, Penalty, ZS21Config
-from caligo.agents.zs21.trunk_lp import RootLayer
+from caligo.agents.zs21.config import Penalty, ZS21Config
 from caligo.core.lp import REACH_TOL
 from caligo.core.tree import GameTree
 from caligo.limits import Deadline, Pace
@@ -63,9 +62,11 @@ from caligo.search.config import (
     GadgetMode,
     Iterations,
     ResolvePrior,
+    RootGadget,
     SearchConfig,
     SubgameKind,
 )
+from caligo.search.export import RootLayer
 from caligo.search.game import Belief, Evaluator, SearchGame, TreeGame
 
 __all__ = [
@@ -155,10 +156,10 @@ def _gadget_terms(old: Arena, layer: RootLayer, seqv: np.ndarray) -> np.ndarray:
     plays at j): max(b_j, 0). Zero without a previous gadget.
     """
     m = old.n_j
-    if layer.kind is Gadget.NONE or m == 0:
+    if layer.kind is RootGadget.NONE or m == 0:
         return np.zeros(max(m, 1))
     b = seqv[:m] - layer.threshold[:m]
-    out: np.ndarray = b - b.min() if layer.kind is Gadget.MAXMARGIN else np.maximum(b, 0.0)
+    out: np.ndarray = b - b.min() if layer.kind is RootGadget.MAXMARGIN else np.maximum(b, 0.0)
     return out
 
 
@@ -320,7 +321,7 @@ def make_subgame(
     nr = new.n_roots
     new.nodes.chance_prob[:nr] = np.concatenate(q_all)
     m = new.n_j
-    layer_new = RootLayer(Gadget.MAXMARGIN, new.roots.threshold[:m].copy(),
+    layer_new = RootLayer(RootGadget.MAXMARGIN, new.roots.threshold[:m].copy(),
                           new.roots.alpha[:m].copy())
     new.roots.w[:m] = 1.0 / m
     info_out = SubgameInfo(

@@ -1,5 +1,6 @@
-"""Protocol robustness: an external engine process (tests/play/fake_engine.py, standard library
-only, written from docs/protocol.md) plays full games; every kind of misbehaviour gets a clear
+"""`ExternalAgent` (`caligo.agents.external`) and its engine process: an external engine
+(tests/play/fake_engine.py, the play tests' fake, standard library only, written from
+docs/protocol.md) plays full games through the referee; every kind of misbehaviour gets a clear
 logged reason, the game is decided by the rules of issue 8 (illegal answer, crash or missed
 deadline loses), and the next game still runs.
 
@@ -35,7 +36,7 @@ from caligo.agents.random_agent import RandomAgent
 from caligo.play.referee import play_game
 from caligo.play.session import EndReason, GameSession, SessionConfig
 
-FAKE = str(Path(__file__).with_name("fake_engine.py"))
+FAKE = str(Path(__file__).parents[1] / "play" / "fake_engine.py")
 
 
 def fake(mode: str, *args: str) -> ExternalAgent:
