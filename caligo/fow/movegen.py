@@ -3,7 +3,8 @@
 FoW moves are the pseudo-legal chess moves: moving into or staying in check is legal, capturing
 the king is an ordinary capture (it ends the game), castling needs only the right and empty squares
 between king and rook (castling out of, through and into check is legal), en passant, and
-promotion to N, B, R, Q. Layout of positions and moves: see `position.py`.
+promotion to N, B, R, Q. Layout of positions and moves: see `position.py`. `move_from_uci` and
+`resolve_move` find a move in this move set (the boundary `Position.push` and notation use).
 
 One generator serves FoW and standard chess: the legality filter used to check the published
 perft counts (`perft_legal`) is a small hook on top of `gen_moves` (Stockfish-style
@@ -36,8 +37,9 @@ from caligo.fow.bitboard import (
     popcount,
     rook_attacks,
 )
-from caligo.fow.errors import TooManyMovesError
-from caligo.fow.position import (
+from caligo.fow.errors import MoveError, TooManyMovesError
+from caligo.fow.fen import PositionLike, move_to_uci, position_array, to_fen
+from caligo.fow.position_kernels import (
     BISHOP,
     KIND_CASTLING,
     KIND_EN_PASSANT,
@@ -54,12 +56,9 @@ from caligo.fow.position import (
     W_EP,
     W_STM,
     WHITE,
-    PositionLike,
     king_captured,
     make_move,
-    position_array,
     square_attacked,
-    to_fen,
     unmake_move,
 )
 from caligo.fow.values import Move
@@ -481,6 +480,44 @@ def legal_moves(pos: PositionLike) -> list[int]:
     return [int(m) for m in buf[:n]]
 
 
+def move_from_uci(pos: PositionLike, uci: str) -> int:
+    """Return the code of the move of `pos`'s FoW move set written `uci`; raise MoveError."""
+    arr = position_array(pos)
+    move = Move.from_uci(uci)
+    for m in legal_moves(arr):
+        if move.matches(m):
+            return m
+    raise MoveError(f"illegal uci move in {to_fen(arr)!r}: {uci!r}")
+
+
+def resolve_move(pos: PositionLike, move: object) -> int:
+    """Return the kernel code of `move` in the FoW move set of `pos`; raise MoveError.
+
+    `move` is a `Move`, UCI text, a python-chess `chess.Move` or a code from `legal_moves`.
+    """
+    arr = position_array(pos)
+    codes = legal_moves(arr)
+    if isinstance(move, str):
+        return move_from_uci(arr, move)
+    if isinstance(move, bool):
+        raise MoveError(f"invalid move: {move!r}")
+    if isinstance(move, int | np.integer):
+        if int(move) in codes:
+            return int(move)
+        shown = move_to_uci(int(move)) if 0 <= int(move) < 1 << 16 else str(int(move))
+        raise MoveError(f"illegal move in {to_fen(arr)!r}: {shown!r}")
+    if isinstance(move, Move):
+        target = move
+    elif hasattr(move, "from_square") and hasattr(move, "to_square"):
+        target = Move.from_chess(move)
+    else:
+        raise MoveError(f"invalid move: {move!r} (a Move, UCI text, a chess.Move or a code)")
+    for m in codes:
+        if target.matches(m):
+            return m
+    raise MoveError(f"illegal move in {to_fen(arr)!r}: {target.uci()!r}")
+
+
 def divide(pos: PositionLike, depth: int, legal: bool = False) -> dict[Move, int]:
     """Return {move: perft(child, depth - 1)} for each move of `pos`, depth >= 1 (FoW moves,
     or with `legal` the standard-chess ones; the perft debugging aid)."""
@@ -511,7 +548,9 @@ __all__ = [
     "is_legal_chess",
     "legal_moves",
     "move_buffer",
+    "move_from_uci",
     "perft",
     "perft_legal",
     "perft_make",
+    "resolve_move",
 ]

@@ -33,28 +33,22 @@ import numpy as np
 
 from caligo.fow.bitboard import SQUARE_NAMES
 from caligo.fow.errors import FenError, MoveError, PgnError
-from caligo.fow.movegen import legal_moves
+from caligo.fow.fen import PositionLike, from_fen, move_to_uci, position_array, to_fen
+from caligo.fow.movegen import legal_moves, move_from_uci, resolve_move
 from caligo.fow.outcome import Outcome, Referee
-from caligo.fow.position import (
+from caligo.fow.position_kernels import (
     KIND_CASTLING,
     KIND_EN_PASSANT,
     KIND_PROMOTION,
     PAWN,
     STARTING_FEN,
     UNDO_WORDS,
-    PositionLike,
-    from_fen,
     make_move,
     move_from,
-    move_from_uci,
     move_kind,
     move_promo,
     move_to,
-    move_to_uci,
     piece_at,
-    position_array,
-    resolve_move,
-    to_fen,
 )
 from caligo.fow.values import Move, MoveLike
 

@@ -21,8 +21,9 @@ from enum import Enum
 
 import numpy as np
 
+from caligo.fow.fen import halfmove_clock
 from caligo.fow.movegen import count_moves
-from caligo.fow.position import halfmove_clock, missing_king, zobrist_key
+from caligo.fow.position_kernels import missing_king, zobrist_key
 from caligo.fow.values import Color
 
 FIFTY_MOVE_PLIES = 100

@@ -32,17 +32,18 @@ Move: `uint16` (Stockfish `Move` style)::
     castling is written king-from -> king-destination (e1g1, e1c1, e8g8, e8c8)
     MOVE_NONE = 0 (a1a1 is never a move)
 
-The layout's constants and kernels live in `caligo.fow.position_kernels` (this module exports
-them): `@njit(cache=True, nogil=True)`, arrays and scalars in, status out, no raising.
-The public pure-Python layer (`from_fen`, `to_fen`, `Position`, `move_from_uci`) validates and
-raises the errors of `caligo.fow.errors`.
+The layout's constants and kernels live in `caligo.fow.position_kernels`:
+`@njit(cache=True, nogil=True)`, arrays and scalars in, status out, no raising. The public
+pure-Python layer validates and raises the errors of `caligo.fow.errors`: FEN and the array
+check in `caligo.fow.fen` (`from_fen`, `to_fen`, `position_array`), the lookup of a move in the
+move set in `caligo.fow.movegen` (`move_from_uci`, `resolve_move`), SAN in `caligo.fow.notation`.
+This module exports all of them and holds `Position`, which uses them; it imports them, none
+imports it.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
-from typing import TypeAlias
 
 import numpy as np
 
@@ -50,11 +51,20 @@ from caligo.fow.bitboard import (
     FILE_NAMES,
     RANK_NAMES,
     SQUARE_NAMES,
-    U1,
 )
-from caligo.fow.errors import FenError, MoveError
+from caligo.fow.fen import (
+    PositionLike,
+    empty_position,
+    from_fen,
+    fullmove_number,
+    halfmove_clock,
+    move_to_uci,
+    position_array,
+    to_fen,
+)
+from caligo.fow.movegen import legal_moves, move_from_uci, resolve_move
+from caligo.fow.notation import move_to_san, parse_san
 from caligo.fow.position_kernels import (
-    _S32,
     BISHOP,
     BLACK,
     CASTLE_BK,
@@ -101,214 +111,6 @@ from caligo.fow.position_kernels import (
     zobrist_key,
 )
 from caligo.fow.values import Color, Move, MoveLike, Piece, parse_square
-
-
-def move_to_uci(move: int | Move) -> str:
-    """Return the UCI text of a move code or Move ("e2e4", "e7e8q", castling as "e1g1");
-    "0000" for MOVE_NONE."""
-    if isinstance(move, Move):
-        return move.uci()
-    m = int(move)
-    if m == MOVE_NONE:
-        return "0000"
-    text = SQUARE_NAMES[m & 63] + SQUARE_NAMES[(m >> 6) & 63]
-    if (m >> 14) & 3 == KIND_PROMOTION:
-        text += "nbrq"[(m >> 12) & 3]
-    return text
-
-
-def move_from_uci(pos: PositionLike, uci: str) -> int:
-    """Return the code of the move of `pos`'s FoW move set written `uci`; raise MoveError."""
-    arr = position_array(pos)
-    move = Move.from_uci(uci)
-    from caligo.fow.movegen import legal_moves
-
-    for m in legal_moves(arr):
-        if move.matches(m):
-            return m
-    raise MoveError(f"illegal uci move in {to_fen(arr)!r}: {uci!r}")
-
-
-def resolve_move(pos: PositionLike, move: object) -> int:
-    """Return the kernel code of `move` in the FoW move set of `pos`; raise MoveError.
-
-    `move` is a `Move`, UCI text, a python-chess `chess.Move` or a code from `legal_moves`.
-    """
-    arr = position_array(pos)
-    from caligo.fow.movegen import legal_moves
-
-    codes = legal_moves(arr)
-    if isinstance(move, str):
-        return move_from_uci(arr, move)
-    if isinstance(move, bool):
-        raise MoveError(f"invalid move: {move!r}")
-    if isinstance(move, int | np.integer):
-        if int(move) in codes:
-            return int(move)
-        shown = move_to_uci(int(move)) if 0 <= int(move) < 1 << 16 else str(int(move))
-        raise MoveError(f"illegal move in {to_fen(arr)!r}: {shown!r}")
-    if isinstance(move, Move):
-        target = move
-    elif hasattr(move, "from_square") and hasattr(move, "to_square"):
-        target = Move.from_chess(move)
-    else:
-        raise MoveError(f"invalid move: {move!r} (a Move, UCI text, a chess.Move or a code)")
-    for m in codes:
-        if target.matches(m):
-            return m
-    raise MoveError(f"illegal move in {to_fen(arr)!r}: {target.uci()!r}")
-
-
-# --- FEN -------------------------------------------------------------------------------------
-
-
-def empty_position() -> np.ndarray:
-    """Return a new all-zero position array (no pieces, white to move, no ep, fullmove 1)."""
-    pos = np.zeros(POS_WORDS, dtype=np.uint64)
-    pos[W_EP] = np.uint64(NO_EP)
-    pos[W_CLOCKS] = np.uint64(1) << _S32
-    return pos
-
-
-_CLOCK_RE = re.compile(r"[0-9]{1,10}\Z")
-"""A FEN clock: ASCII digits only (int() would also take "1_0", "+5" and non-ASCII digits)."""
-
-
-def from_fen(fen: str) -> np.ndarray:
-    """Parse a FEN into a position array; raise FenError quoting the FEN if it is malformed.
-
-    Accepts 4 fields (clocks default to 0 1) or 6 (clocks in ASCII digits). Rejected as
-    impossible (`check_invariants`): more than 16 pieces or 8 pawns of a color, pawns on the first
-    or last rank, two kings of a color, castling rights whose king or rook is not at home, an
-    en-passant square no double push could have made (wrong rank, occupied, the pawn's start
-    square occupied, or no pawn in front of it), and a missing king of the side *not* to move.
-    A missing king of the side to move is allowed: it is the position right after a king
-    capture, so the game is over (no moves; the other side has won).
-    """
-    if not isinstance(fen, str):
-        raise FenError(f"invalid fen: {fen!r} (not a string)")
-    parts = fen.split()
-    if len(parts) not in (4, 6):
-        raise FenError(f"invalid fen: {fen!r} (expected 4 or 6 fields, got {len(parts)})")
-    pos = empty_position()
-    rows = parts[0].split("/")
-    if len(rows) != 8:
-        raise FenError(f"invalid fen: {fen!r} (expected 8 ranks, got {len(rows)})")
-    for i, row in enumerate(rows):
-        rank = 7 - i
-        f = 0
-        prev_digit = False
-        for ch in row:
-            if ch in "12345678":
-                if prev_digit:
-                    raise FenError(f"invalid fen: {fen!r} (two digits in a row in rank {rank + 1})")
-                f += int(ch)
-                prev_digit = True
-            elif ch.lower() in PIECE_SYMBOLS:
-                if f >= 8:
-                    raise FenError(f"invalid fen: {fen!r} (rank {rank + 1} too long)")
-                color = WHITE if ch.isupper() else BLACK
-                code = color * 6 + PIECE_SYMBOLS.index(ch.lower())
-                pos[code] |= U1 << np.uint64(8 * rank + f)
-                f += 1
-                prev_digit = False
-            else:
-                raise FenError(f"invalid fen: {fen!r} (bad character {ch!r})")
-        if f != 8:
-            raise FenError(f"invalid fen: {fen!r} (rank {rank + 1} has {f} squares)")
-    if parts[1] not in ("w", "b"):
-        raise FenError(f"invalid fen: {fen!r} (side to move {parts[1]!r})")
-    pos[W_STM] = np.uint64(WHITE if parts[1] == "w" else BLACK)
-    cr = 0
-    if parts[2] != "-":
-        for ch in parts[2]:
-            if ch not in "KQkq":
-                raise FenError(f"invalid fen: {fen!r} (castling {parts[2]!r})")
-            bit = {"K": CASTLE_WK, "Q": CASTLE_WQ, "k": CASTLE_BK, "q": CASTLE_BQ}[ch]
-            if cr & bit:
-                raise FenError(f"invalid fen: {fen!r} (castling {parts[2]!r} repeats {ch!r})")
-            cr |= bit
-    pos[W_CASTLE] = np.uint64(cr)
-    if parts[3] == "-":
-        pos[W_EP] = np.uint64(NO_EP)
-    else:
-        if parts[3] not in SQUARE_NAMES:
-            raise FenError(f"invalid fen: {fen!r} (en-passant square {parts[3]!r})")
-        pos[W_EP] = np.uint64(SQUARE_NAMES.index(parts[3]))
-    if len(parts) == 6:
-        if not (_CLOCK_RE.match(parts[4]) and _CLOCK_RE.match(parts[5])):
-            raise FenError(f"invalid fen: {fen!r} (clocks {parts[4]!r} {parts[5]!r})")
-        half = int(parts[4])
-        full = int(parts[5])
-        if half < 0 or full < 1 or half > 100000 or full > 2**31:
-            raise FenError(f"invalid fen: {fen!r} (clocks out of range)")
-        pos[W_CLOCKS] = np.uint64(half) | (np.uint64(full) << _S32)
-    code = int(check_invariants(pos))
-    if code != 0:
-        raise FenError(f"invalid fen: {fen!r} ({_INVARIANT_TEXT[code]})")
-    return pos
-
-
-_INVARIANT_TEXT = {
-    1: "two pieces on one square",
-    2: "bad side to move",
-    3: "bad castling bits",
-    4: "castling right without king and rook on their home squares",
-    5: "en-passant square not behind a pawn that just made a double push",
-    6: "more than one king of a color",
-    7: "pawn on the first or last rank",
-    8: "clocks out of range",
-    9: "more than 16 pieces of one color",
-    10: "more than 8 pawns of one color",
-    11: "the side that just moved has no king",
-}
-
-
-def to_fen(pos: PositionLike) -> str:
-    """Return the FEN of a position (the en-passant square after every double push)."""
-    pos = position_array(pos)
-    board = ["."] * 64
-    for code in range(12):
-        bb = int(pos[code])
-        sym = PIECE_SYMBOLS[code % 6]
-        if code < 6:
-            sym = sym.upper()
-        for sq in range(64):
-            if (bb >> sq) & 1:
-                board[sq] = sym
-    rows = []
-    for rank in range(7, -1, -1):
-        row = ""
-        empty = 0
-        for f in range(8):
-            s = board[8 * rank + f]
-            if s == ".":
-                empty += 1
-            else:
-                if empty:
-                    row += str(empty)
-                    empty = 0
-                row += s
-        if empty:
-            row += str(empty)
-        rows.append(row)
-    cr = int(pos[W_CASTLE])
-    castle = "".join(c for bit, c in ((1, "K"), (2, "Q"), (4, "k"), (8, "q")) if cr & bit) or "-"
-    ep = int(pos[W_EP])
-    ep_text = SQUARE_NAMES[ep] if ep < 64 else "-"
-    side = "w" if int(pos[W_STM]) == WHITE else "b"
-    clocks = int(pos[W_CLOCKS])
-    return f"{'/'.join(rows)} {side} {castle} {ep_text} {clocks & 0xFFFFFFFF} {clocks >> 32}"
-
-
-def halfmove_clock(pos: np.ndarray) -> int:
-    """Return the halfmove clock (plies since the last pawn move or capture)."""
-    return int(pos[W_CLOCKS]) & 0xFFFFFFFF
-
-
-def fullmove_number(pos: np.ndarray) -> int:
-    """Return the fullmove number."""
-    return int(pos[W_CLOCKS]) >> 32
 
 
 def square_names() -> tuple[str, ...]:
@@ -380,8 +182,6 @@ class Position:
 
     def legal_moves(self) -> list[Move]:
         """Return the FoW moves (pseudo-legal; none once a king is captured)."""
-        from caligo.fow.movegen import legal_moves
-
         return [Move.from_code(m) for m in legal_moves(self.arr)]
 
     def piece_at(self, square: int | str) -> Piece | None:
@@ -405,20 +205,14 @@ class Position:
 
     def push_san(self, san: str) -> Piece | None:
         """Play a SAN move in place (raises MoveError); return the captured piece or None."""
-        from caligo.fow.notation import parse_san
-
         return self.push(parse_san(self.arr, san))
 
     def san(self, move: MoveLike) -> str:
         """Return the SAN of a move of this position (no check marks: FoW has no check)."""
-        from caligo.fow.notation import move_to_san
-
         return move_to_san(self.arr, resolve_move(self.arr, move))
 
     def parse_san(self, san: str) -> Move:
         """Return the move written `san` here (raises MoveError)."""
-        from caligo.fow.notation import parse_san
-
         return Move.from_code(parse_san(self.arr, san))
 
     def key(self) -> int:
@@ -448,22 +242,6 @@ class Position:
 
     def __repr__(self) -> str:
         return f"Position({self.fen()!r})"
-
-
-PositionLike: TypeAlias = "Position | np.ndarray"
-"""What the boundary functions take as a position: a `Position` or its uint64 (16,) array."""
-
-
-def position_array(pos: PositionLike) -> np.ndarray:
-    """Return the uint64 (16,) array of a `Position` or of an array (validated, not copied)."""
-    if isinstance(pos, Position):
-        return pos.arr
-    if isinstance(pos, np.ndarray) and pos.dtype == np.uint64 and pos.shape == (POS_WORDS,):
-        return pos if pos.flags.c_contiguous else np.ascontiguousarray(pos)
-    what = f"array of dtype {pos.dtype} and shape {pos.shape}" if isinstance(pos, np.ndarray) else (
-        type(pos).__name__
-    )
-    raise TypeError(f"a position must be a Position or a uint64 array of shape (16,), got {what}")
 
 
 __all__ = [
@@ -502,7 +280,10 @@ __all__ = [
     "PositionLike",
     "apply_move",
     "check_invariants",
+    "empty_position",
     "from_fen",
+    "fullmove_number",
+    "halfmove_clock",
     "king_captured",
     "make_move",
     "make_move16",
@@ -518,6 +299,7 @@ __all__ = [
     "resolve_move",
     "side_bb",
     "square_attacked",
+    "square_names",
     "to_fen",
     "unmake_move",
     "zobrist_key",
