@@ -13,6 +13,7 @@ from caligo.search.engine import GrowingTreeSearch
 from caligo.search.evaluators import PerfectInfoEvaluator, ZeroEvaluator
 from caligo.search.export import strategy_on_tree
 from caligo.search.game import TreeGame
+from caligo.search.materialize import BuildInfo
 
 
 def util_scale(tree: GameTree) -> float:
@@ -58,12 +59,11 @@ def rng(seed: int = 0) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
-def rerooted(tree: GameTree, limit: int = 6, **overrides: object) -> list[Arena]:
-    """Subgames (KLUSS unless `overrides` say otherwise) re-rooted at player 0's infosets below
-    its first decision that a 25-iteration blueprint of a full search reaches: arenas with a
-    root gadget, each a fresh copy built from the same blueprint."""
-    overrides.setdefault("subgame", SubgameKind.KLUSS)
-    eng = full_search(tree, 25, **overrides)
+def reroots(tree: GameTree, eng: GrowingTreeSearch, limit: int = 6,
+            ) -> list[tuple[Arena, Arena, BuildInfo]]:
+    """(the search's arena before, the re-rooted arena, the build info) at player 0's infosets
+    below its first decision that the search's blueprint reaches; each re-root starts from a
+    fresh copy of the same tree."""
     bp = strategy_on_tree(eng.arena, tree, uniform_strategy(tree))
     x = realization_plan(tree, bp, 0)
     base = eng.arena.copy()
@@ -75,10 +75,19 @@ def rerooted(tree: GameTree, limit: int = 6, **overrides: object) -> list[Arena]
         eng.arena = base.copy()
         eng._spare = None
         bel, key = belief_at(tree, int(g))
-        eng.reroot(bel, key, rng())
-        assert eng.arena.has_gadget
-        out.append(eng.arena)
+        info = eng.reroot(bel, key, rng())
+        out.append((base, eng.arena, info))
         if len(out) == limit:
             break
     assert out, f"{tree.name}: no infoset below player 0's first decision is reached"
+    return out
+
+
+def rerooted(tree: GameTree, limit: int = 6, **overrides: object) -> list[Arena]:
+    """Subgames (KLUSS unless `overrides` say otherwise) re-rooted as `reroots` does after 25
+    iterations of a full search: arenas with a root gadget."""
+    overrides.setdefault("subgame", SubgameKind.KLUSS)
+    eng = full_search(tree, 25, **overrides)  # type: ignore[arg-type]
+    out = [new for _, new, _ in reroots(tree, eng, limit)]
+    assert all(a.has_gadget for a in out)
     return out

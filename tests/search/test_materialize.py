@@ -16,37 +16,10 @@ import numpy as np
 import pytest
 
 from caligo.core.games import load_game
-from caligo.core.strategy import realization_plan, uniform_strategy
-from caligo.core.tree import GameTree
 from caligo.search.arena import EXPANDED, Arena, check_invariants
 from caligo.search.config import ResolvePrior, SubgameKind
-from caligo.search.engine import GrowingTreeSearch
-from caligo.search.export import strategy_on_tree
-from caligo.search.materialize import BuildInfo, singleton_salt
-from tests.search.conftest import belief_at, full_search, rng
-
-
-def _reroots(tree: GameTree, eng: GrowingTreeSearch, limit: int = 5,
-             ) -> list[tuple[Arena, Arena, BuildInfo]]:
-    """(old arena, new arena, build info) at player 0's reached infosets below its first
-    decision."""
-    bp = strategy_on_tree(eng.arena, tree, uniform_strategy(tree))
-    x = realization_plan(tree, bp, 0)
-    base = eng.arena.copy()
-    out = []
-    for g in tree.infosets_of(0):
-        ps = int(tree.infoset_parent_seq[g])
-        if ps == 0 or x[ps] <= 0:
-            continue
-        eng.arena = base.copy()
-        eng._spare = None
-        bel, key = belief_at(tree, int(g))
-        info = eng.reroot(bel, key, rng())
-        out.append((base, eng.arena, info))
-        if len(out) == limit:
-            break
-    assert out
-    return out
+from caligo.search.materialize import singleton_salt
+from tests.search.conftest import full_search, reroots
 
 
 def _walk_copy(old: Arena, new: Arena, h: int, o: int) -> int:
@@ -70,7 +43,7 @@ def _walk_copy(old: Arena, new: Arena, h: int, o: int) -> int:
 @pytest.mark.parametrize("kind", [SubgameKind.KLUSS, SubgameKind.KLSS])
 def test_the_carried_tree_is_copied_node_for_node(game: str, kind: SubgameKind) -> None:
     tree = load_game(game)
-    for old, new, info in _reroots(tree, full_search(tree, 25, subgame=kind)):
+    for old, new, info in reroots(tree, full_search(tree, 25, subgame=kind), 5):
         check_invariants(new)
         assert info.sampled == 0 and info.carried_roots.size == new.n_roots
         rows = sum(_walk_copy(old, new, r, int(o)) for r, o in enumerate(info.carried_roots))
@@ -81,7 +54,7 @@ def test_the_carried_tree_is_copied_node_for_node(game: str, kind: SubgameKind) 
 @pytest.mark.parametrize("prior", [ResolvePrior.BLUEPRINT_MIX, ResolvePrior.UNIFORM])
 def test_the_root_layer_follows_the_construction(prior: ResolvePrior) -> None:
     tree = load_game("leduc_poker")
-    for _, new, info in _reroots(tree, full_search(tree, 25, resolve_prior=prior), 3):
+    for _, new, info in reroots(tree, full_search(tree, 25, resolve_prior=prior), 3):
         m = new.n_j
         rt, nd = new.roots, new.nodes
         ptr = rt.ptr[: m + 1]
