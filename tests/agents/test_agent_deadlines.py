@@ -1,9 +1,9 @@
 """The engines' own loops honour their deadlines, and a cold engine starts before its clock.
 
 - ZS21's trunk LP given 50 ms of CPU (`time.process_time`: another process's load does not
-  advance it) returns within 50 ms + 40 ms, with a solution or the `LPError` that keeps the
-  last one (HiGHS stops at its wall-clock limit, which CPU time never passes on one thread;
-  the tolerance covers HiGHS's start and the model's set-up).
+  advance it) returns within 50 ms + 40 ms in the least of three tries, with a solution or the
+  `LPError` that keeps the last one (HiGHS stops at its wall-clock limit, which CPU time never
+  passes on one thread; the tolerance covers HiGHS's start and the model's set-up).
 - A cold `caligo engine` process (fresh, nothing compiled or started) at mt=0.3 through the
   referee: its start-up is done before its clock starts (the referee records it apart), so
   its first move is measured from `go` alone and is far shorter than the start-up. The
@@ -68,12 +68,19 @@ def test_a_zs21_lp_stops_at_its_time_limit() -> None:
     search = _grown_trunk(2500)
     assert search.arena.n_nodes > 50_000
     trunk = export_trunk(search.arena, search.layer, search.searcher, search.penalty)
-    t0 = CPU()
-    try:
-        trunk_lp.solve(trunk, search.arena, time_limit=0.05)
-    except LPError as exc:
-        assert "time limit" in str(exc).lower()
-    spent = CPU() - t0
+
+    def timed_solve() -> float:
+        t0 = CPU()
+        try:
+            trunk_lp.solve(trunk, search.arena, time_limit=0.05)
+        except LPError as exc:
+            assert "time limit" in str(exc).lower()
+        return CPU() - t0
+
+    # the least of three tries: a burst of other processes' load can inflate one try's CPU
+    # time (a full suite on a busy machine measured 102 ms once); an LP that ignored its limit
+    # would overrun in all three
+    spent = min(timed_solve() for _ in range(3))
     assert spent <= 0.05 + 0.04, spent
 
 
