@@ -157,6 +157,14 @@ class StockfishPIAgent(AgentBase):
         self._prev_map = belief_map(self._belief)  # off the clock, reported with the next move
         collect_garbage()  # off the clock too (caligo.agents.timing)
 
+    def force(self, move: int) -> None:
+        """Play `move` instead of choosing: the opponent's ply that `act` would have taken in
+        is taken in now (whole: a forced move has no budget); the move comes back in
+        `observe`."""
+        if self._queued is not None and self._belief is not None:
+            self._belief = self._belief.update_opponent_move(self._queued)
+            self._queued = None
+
     def act(self, legal: Sequence[int], clock: Clock) -> Decision:
         """Stockfish's move in a position drawn from P (module docstring)."""
         assert self._belief is not None and self._engine is not None

@@ -1,6 +1,8 @@
 """`caligo strength`: tables of match results and of an engine's per-move statistics.
 
     caligo strength table RESULT.json ...     one markdown row per match (`caligo match --json`)
+    caligo strength ladder RESULT.json ...    the strength ladder's ratings (`caligo:level=N`),
+                                              chained from neighbour matches, random = 0
     caligo strength moves MATCH.db --engine NAME [--json OUT]
                                               means of the analysis an engine reported per
                                               move (`Decision.info`) over a match's games,
@@ -207,6 +209,71 @@ def _moves(args: argparse.Namespace) -> int:
     return 0
 
 
+LADDER_HEADER = ("| level | engine | vs level below: games, score | step Elo (95% CI) | "
+                 "rating (95% CI) |\n|---|---|---|---|---|")
+
+
+def ladder_rows(results: list[dict[str, Any]]) -> tuple[list[str], bool]:
+    """The ladder's table from matches of `caligo:level=N` against `caligo:level=N-1`: each
+    level's step over the one below and its rating, the steps summed from level 1 (random)
+    = 0; the rating's interval adds the steps' half-intervals in quadrature (the matches are
+    independent; a normal approximation of each interval's two sides). Also whether the
+    levels are monotone within their intervals (no step's interval lies below 0).
+    StrengthError for a match that is not between neighbouring levels, or a level missing."""
+    from caligo.agents.ladder import LEVELS
+
+    steps: dict[int, dict[str, Any]] = {}
+    for data in results:
+        numbers = []
+        for engine in data["engines"]:
+            name, _, options = engine.partition(":")
+            opts = dict(o.split("=", 1) for o in options.split(",") if "=" in o)
+            if name.split("#")[0] != "caligo" or not opts.get("level", "").isdigit():
+                raise StrengthError(f"not a ladder match (caligo:level=N): {engine!r}")
+            numbers.append(int(opts["level"]))
+        hi, lo = numbers
+        if hi != lo + 1:
+            raise StrengthError(f"levels {hi} and {lo} are not neighbours (engine A is the "
+                                "higher level)")
+        if hi in steps:
+            raise StrengthError(f"two matches of level {hi} against {lo}")
+        steps[hi] = data
+    missing = [n for n in range(2, len(LEVELS) + 1) if n not in steps]
+    if missing:
+        raise StrengthError(f"no match for level(s) {missing} against the level below")
+    rows = [f"| 1 | {LEVELS[0].engine_spec} | (anchor) | 0 | 0 |"]
+    rating, var_lo, var_hi, bounded, monotone = 0.0, 0.0, 0.0, True, True
+    for lvl in LEVELS[1:]:
+        data = steps[lvl.number]
+        penta = data["pentanomial"]
+        games = f"{data['games']}, {100 * data['score']:.1f}%"
+        if max(penta[0], penta[-1]) == data["pairs"] or not data.get("elo"):
+            bounded = False
+            monotone = monotone and bool(penta[-1])
+            rows.append(f"| {lvl.number} | {lvl.engine_spec} | {games} | unbounded | "
+                        "unbounded |")
+            continue
+        step = data["elo"]["logistic"]
+        lo, hi = data["elo"]["ci95"]
+        monotone = monotone and hi >= 0.0
+        rating += step
+        var_lo += (step - lo) ** 2
+        var_hi += (hi - step) ** 2
+        cum = (f"{rating:+.0f} [{rating - math.sqrt(var_lo):+.0f}, "
+               f"{rating + math.sqrt(var_hi):+.0f}]" if bounded else "unbounded")
+        rows.append(f"| {lvl.number} | {lvl.engine_spec} | {games} | {step:+.0f} [{lo:+.0f}, "
+                    f"{hi:+.0f}] | {cum} |")
+    return rows, monotone
+
+
+def _ladder(args: argparse.Namespace) -> int:
+    rows, monotone = ladder_rows([_read_json(path) for path in args.results])
+    print(LADDER_HEADER)
+    print("\n".join(rows))
+    print(f"\nmonotone within the intervals: {'yes' if monotone else 'no'}")
+    return 0
+
+
 def _table(args: argparse.Namespace) -> int:
     print(TABLE_HEADER)
     for path in args.results:
@@ -219,6 +286,11 @@ examples:
   caligo strength table docs/strength/random.json docs/strength/spi.json
   caligo match --engine obscuro --engine random --rounds 10 --json r.json   then:
   caligo strength table r.json"""
+
+LADDER_EPILOG = """\
+examples:
+  caligo match --engine caligo:level=2 --engine caligo:level=1 --tc none --rounds 50 --json l2.json
+  caligo strength ladder l2.json l3.json l4.json l5.json l6.json l7.json l8.json"""
 
 MOVES_EPILOG = """\
 examples:
@@ -237,6 +309,11 @@ def register(sub: Any) -> None:
                      epilog=TABLE_EPILOG, formatter_class=HelpFormatter)
     t.add_argument("results", nargs="+", help="JSON files written by `caligo match --json`")
     t.set_defaults(func=_table)
+    lad = s.add_parser("ladder", help="the strength ladder's ratings from neighbour matches",
+                       epilog=LADDER_EPILOG, formatter_class=HelpFormatter)
+    lad.add_argument("results", nargs="+", help="`caligo match --json` results of "
+                     "caligo:level=N against caligo:level=N-1, one per level above 1")
+    lad.set_defaults(func=_ladder)
     m = s.add_parser("moves", help="an engine's per-move analysis averaged over a match",
                      epilog=MOVES_EPILOG, formatter_class=HelpFormatter)
     m.add_argument("db", help="SQLite file written by `caligo match --db`")

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from caligo.agents import registry
 from caligo.agents.base import TcKind, TimeControl
+from caligo.agents.ladder import DEFAULT_LEVEL
 from caligo.play.workers import WorkerError, parse_workers
 from caligo.web.errors import WebConfigError
 
@@ -38,6 +39,26 @@ AGENT_NAMES = {"obscuro": "Obscuro", "zs21": "ZS21", "stockfish-pi": "Stockfish-
 """How the page names the registry's agents."""
 NO_BUDGET_AGENTS = frozenset({"random"})
 """Agents that play the same at any strength: the page offers no strength and names none."""
+LADDER_AGENT = "caligo"
+"""The agent whose strengths are levels (`caligo.agents.ladder`): the page offers its levels."""
+
+
+def uses_levels(agent: str) -> bool:
+    """Whether the engine `agent` (a registry spec) is the strength ladder."""
+    return registry.parse_spec(agent).name == LADDER_AGENT
+
+
+def level_of(agent: str) -> int:
+    """The level a ladder spec names (`caligo:level=N`), the ladder's default when none."""
+    options = dict(registry.parse_spec(agent).options)
+    return int(options["level"]) if "level" in options else DEFAULT_LEVEL
+
+
+def with_level(agent: str, number: int) -> str:
+    """The ladder spec `agent` at level `number` (its other options kept)."""
+    spec = registry.parse_spec(agent)
+    options = [f"{k}={v}" for k, v in spec.options if k != "level"] + [f"level={number}"]
+    return f"{spec.name}:{','.join(options)}"
 
 
 def uses_strength(agent: str) -> bool:
@@ -58,6 +79,8 @@ def engine_label(agent: str, strength: TimeControl) -> str:
     spec = registry.parse_spec(agent)
     if spec.name in NO_BUDGET_AGENTS:
         return f"Caligo ({spec.name} moves)"
+    if spec.name == LADDER_AGENT:
+        return f"Caligo (level {level_of(agent)})"
     name = AGENT_NAMES.get(spec.name, spec.label)
     return f"Caligo ({name}, {strength_text(strength)})"
 
@@ -112,9 +135,13 @@ class WebConfig:
 __all__ = [
     "AGENT_NAMES",
     "DEFAULT_STRENGTH",
+    "LADDER_AGENT",
     "NO_BUDGET_AGENTS",
     "WebConfig",
     "engine_label",
+    "level_of",
     "strength_text",
+    "uses_levels",
     "uses_strength",
+    "with_level",
 ]

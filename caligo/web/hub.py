@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from caligo.agents.base import COLOR_NAMES, TimeControl
+from caligo.agents.ladder import LEVELS, level
 from caligo.play.session import GameSession, SessionConfig
 from caligo.play.workers import make_workers
 from caligo.web.admission import UNKNOWN_CLIENT, RateLimiter
@@ -23,14 +24,19 @@ from caligo.web.config import (
     ADMIT_RETRY_S,
     ADMIT_WAIT_S,
     ADMIT_WINDOW_S,
+    DEFAULT_STRENGTH,
     HUMAN_NAME,
     LAG_MARGIN_MS,
     UNTIMED_MOVE_TIMEOUT_MS,
     WebConfig,
     engine_label,
+    level_of,
+    uses_levels,
     uses_strength,
+    with_level,
 )
 from caligo.web.errors import (
+    BadRequestError,
     GameNotFoundError,
     GameRunningError,
     RateLimitError,
@@ -73,9 +79,23 @@ class GameHub:
         if self.live.get(live.game_id) is live:
             del self.live[live.game_id]
 
-    def engine_name(self, strength: TimeControl) -> str:
-        """How the engine is named in game records (`engine_label`)."""
-        return engine_label(self.config.agent, strength)
+    def engine_for(self, request: GameRequest) -> tuple[str, TimeControl]:
+        """The agent spec and the strength a game of `request` is played with: the server's
+        agent at the requested budget (`DEFAULT_STRENGTH` when none), or, when the server
+        plays the ladder, at the requested level (its default when none) with the level's
+        own budget. BadRequestError for a level asked of an engine without levels, or a
+        budget asked of the ladder."""
+        agent = self.config.agent
+        if not uses_levels(agent):
+            if request.level is not None:
+                raise BadRequestError(f"this server's engine has no levels: strength is "
+                                      f"mt=SECONDS or iters=N, got level={request.level}")
+            return agent, request.strength or DEFAULT_STRENGTH
+        if request.strength is not None:
+            raise BadRequestError(f"this server's engine plays levels: strength is level=1 to "
+                                  f"level={len(LEVELS)}, got {str(request.strength)!r}")
+        number = request.level if request.level is not None else level_of(agent)
+        return with_level(agent, number), level(number).budget
 
     async def create(
         self, request: GameRequest, client: str = UNKNOWN_CLIENT
@@ -87,6 +107,7 @@ class GameHub:
         live games (its idle ones are unloaded to make room, else RateLimitError), the server's
         live games (idle ones of anybody unloaded, else ServerBusyError).
         """
+        agent, strength = self.engine_for(request)
         self.rates.check(client)
         await self._admit_client(client)
         if len(self.live) >= self.config.max_live_games:
@@ -111,7 +132,7 @@ class GameHub:
         game_id = f"w{self._rng.getrandbits(48):012x}"
         token = secrets.token_urlsafe(24)
         names = [HUMAN_NAME, HUMAN_NAME]
-        names[1 - human] = self.engine_name(request.strength)
+        names[1 - human] = engine_label(agent, strength)
         # both clocks start after their side's first move; the engine's first move may wait
         # for a cold start (compiling its kernels), so it has its whole clock for it, as before
         first_move = [self.config.first_move_ms, self.config.first_move_ms]
@@ -126,7 +147,7 @@ class GameHub:
             move_timeout_ms=UNTIMED_MOVE_TIMEOUT_MS,
             first_move_timeout_ms=(first_move[0], first_move[1]),
         )
-        meta = WebGameMeta(game_id, human, self.config.agent, request.strength)
+        meta = WebGameMeta(game_id, human, agent, strength)
         session = GameSession(config, now=self.now)
         self.store.create(session, token, meta)
         live = LiveGame(self, session, meta)
@@ -155,7 +176,11 @@ class GameHub:
             raise GameRunningError(f"game {game_id!r} is still running: no rematch yet")
         config = SessionConfig.from_dict(json.loads(row.config))
         color = ColorChoice.BLACK if meta.human == 0 else ColorChoice.WHITE
-        request = GameRequest(color, config.time_controls[meta.human], meta.strength)
+        if uses_levels(meta.agent):
+            request = GameRequest(color, config.time_controls[meta.human],
+                                  level=level_of(meta.agent))
+        else:
+            request = GameRequest(color, config.time_controls[meta.human], meta.strength)
         return await self.create(request, client)
 
     async def _admit_client(self, client: str) -> None:

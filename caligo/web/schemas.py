@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from caligo.agents.base import UNTIMED, TcKind, TimeControl
+from caligo.agents.ladder import LEVELS
 from caligo.agents.untrusted_json import UntrustedJsonError, loads_untrusted
 from caligo.web.config import (
-    DEFAULT_STRENGTH,
     MAX_INCREMENT_MS,
     MAX_INITIAL_MS,
     MAX_ITERATIONS,
@@ -35,14 +35,22 @@ class ColorChoice(Enum):
 
 class GameRequestBody(BaseModel):
     """The body of `POST /api/games`: `{"color": ..., "tc": "3+2"|"none", "strength":
-    "mt=1"|"iters=N"}`, every field optional, nothing else; strict types (a number is not a
-    time control)."""
+    "mt=1"|"iters=N"|"level=N"}`, every field optional (no strength: the server's default),
+    nothing else; strict types (a number is not a time control)."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     color: Literal["white", "black", "random"] = "random"
     tc: str = "none"
-    strength: str = "mt=1"
+    strength: str | None = None
+    """Absent: the server's default; never null."""
+
+    @field_validator("strength", mode="before")
+    @classmethod
+    def _given_not_null(cls, value: Any) -> Any:
+        if value is None:
+            raise ValueError("a strength is a string (mt=..., iters=... or level=...)")
+        return value
 
 
 class RematchBody(BaseModel):
@@ -76,23 +84,30 @@ def validate_body(model: type[BaseModel], data: Any, what: str) -> Any:
 
 @dataclass(frozen=True)
 class GameRequest:
-    """A new game as the lobby form asks for it (checked: `from_json`)."""
+    """A new game as the lobby form asks for it (checked: `from_json`): a strength is a
+    budget (`strength`) or a level of the ladder (`level`), at most one; neither is the
+    server's default (`GameHub.engine_for`)."""
 
     color: ColorChoice = ColorChoice.RANDOM
     time_control: TimeControl = UNTIMED
-    strength: TimeControl = DEFAULT_STRENGTH
+    strength: TimeControl | None = None
+    level: int | None = None
 
     @classmethod
     def from_json(cls, data: Any) -> GameRequest:
         """Parse a `GameRequestBody` and check its time control (a clock or none, within
         `MAX_INITIAL_MS` and `MAX_INCREMENT_MS`) and strength (a move time or an iteration
-        count, within `MAX_MOVETIME_MS` and `MAX_ITERATIONS`)."""
+        count, within `MAX_MOVETIME_MS` and `MAX_ITERATIONS`, or a level of the ladder)."""
         body = validate_body(GameRequestBody, data, "a game request")
         tc = _parse_tc(body.tc, "time control")
         if tc.kind not in (TcKind.NONE, TcKind.CLOCK):
             raise BadRequestError(f"a game's time control is a clock or none, got {str(tc)!r}")
         if tc.initial_ms > MAX_INITIAL_MS or tc.increment_ms > MAX_INCREMENT_MS:
             raise BadRequestError(f"time control too long: {str(tc)!r}")
+        if body.strength is None:
+            return cls(ColorChoice(body.color), tc)
+        if body.strength.startswith("level="):
+            return cls(ColorChoice(body.color), tc, level=_parse_level(body.strength))
         strength = _parse_tc(body.strength, "engine strength")
         if strength.kind not in (TcKind.MOVETIME, TcKind.ITERATIONS):
             raise BadRequestError(f"engine strength is mt=SECONDS or iters=N, got "
@@ -100,6 +115,15 @@ class GameRequest:
         if strength.movetime_ms > MAX_MOVETIME_MS or strength.iterations > MAX_ITERATIONS:
             raise BadRequestError(f"engine strength too large: {str(strength)!r}")
         return cls(ColorChoice(body.color), tc, strength)
+
+
+def _parse_level(text: str) -> int:
+    digits = text.removeprefix("level=")
+    number = int(digits) if digits.isascii() and digits.isdigit() and len(digits) < 4 else 0
+    if not 1 <= number <= len(LEVELS):
+        raise BadRequestError(f"invalid engine strength {short(text)}: a level is level=1 to "
+                              f"level={len(LEVELS)}")
+    return number
 
 
 def _parse_tc(text: str, what: str) -> TimeControl:

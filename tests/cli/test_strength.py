@@ -7,7 +7,9 @@ and the `PairResult` decisions), not from the command's arithmetic.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,3 +86,51 @@ def test_move_statistics_of_a_timed_match(tmp_path: Path,
     assert share["moves"] == stats["moves"] and 0.0 <= share["min"] <= share["p05"]
     assert main(["strength", "moves", str(db), "--engine", "obscuro:eval=simple"]) == 0
     assert "search's share of the planned optimum" in capsys.readouterr().out
+
+
+def _ladder_result(hi: int, lo: int, penta: list[int]) -> dict[str, Any]:
+    """A `caligo match --json` result of level `hi` against `lo` with these pentanomial counts
+    (Elo from the match runner's estimator, `caligo.play.stats.elo_estimate`)."""
+    from caligo.play.stats import elo_estimate
+
+    est = elo_estimate(penta)
+    pairs = sum(penta)
+    return {"engines": [f"caligo:level={hi}", f"caligo:level={lo}"], "pairs": pairs,
+            "games": 2 * pairs, "score": est.score, "pentanomial": penta,
+            "elo": {"logistic": est.elo, "ci95": [est.elo_low, est.elo_high]}}
+
+
+def test_the_ladder_chains_neighbour_matches_from_random(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from caligo.agents.ladder import LEVELS
+    from caligo.cli.cmd_strength import ladder_rows
+
+    pentas = {n: [1, 2, 10, 12, 25 - n] for n in range(2, len(LEVELS) + 1)}
+    results = [_ladder_result(n, n - 1, p) for n, p in pentas.items()]
+    rows, monotone = ladder_rows(results)
+    assert monotone and len(rows) == len(LEVELS)
+    steps = [r["elo"]["logistic"] for r in results]
+    top = rows[-1].split("|")[5].split()[0]  # the last level's rating: the sum of the steps
+    assert int(top) == round(sum(steps))
+    paths = []
+    for n, data in zip(pentas, results, strict=True):
+        path = tmp_path / f"l{n}.json"
+        path.write_text(json.dumps(data))
+        paths.append(str(path))
+    assert main(["strength", "ladder", *paths]) == 0
+    assert "monotone within the intervals: yes" in capsys.readouterr().out
+    # a level weaker than the one below beyond its interval breaks monotonicity
+    results[3] = _ladder_result(5, 4, [20, 2, 2, 1, 0])
+    assert ladder_rows(results)[1] is False
+    # a sweep has no finite step: the ratings above it are unbounded
+    results[3] = _ladder_result(5, 4, [0, 0, 0, 0, 9])
+    rows, monotone = ladder_rows(results)
+    assert monotone and rows[-1].endswith("| unbounded |")
+    for bad, words in ((results[:-1], "no match for level(s) [8]"),
+                       ([*results, results[0]], "two matches of level 2"),
+                       ([{**results[0], "engines": ["caligo:level=3", "caligo:level=1"]}],
+                        "not neighbours"),
+                       ([{**results[0], "engines": ["obscuro", "caligo:level=1"]}],
+                        "not a ladder match")):
+        with pytest.raises(StrengthError, match=re.escape(words)):
+            ladder_rows(bad)

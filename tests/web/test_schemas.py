@@ -24,8 +24,10 @@ ROUTES_DIR = Path(__file__).resolve().parents[2] / "caligo" / "web" / "routes"
 
 
 def test_an_empty_game_request_is_the_lobby_s_default() -> None:
-    assert GameRequest.from_json({}) == GameRequest(
-        ColorChoice.RANDOM, UNTIMED, TimeControl(TcKind.MOVETIME, movetime_ms=1000))
+    """No strength: the server's default (1 s a move, or the ladder's level: the hub decides,
+    tests/web/test_levels.py)."""
+    assert GameRequest.from_json({}) == GameRequest(ColorChoice.RANDOM, UNTIMED, None, None)
+    assert GameRequest.from_json({"strength": "level=3"}).level == 3
 
 
 def test_a_full_game_request() -> None:

@@ -10,8 +10,16 @@ from fastapi import APIRouter
 from fastapi.responses import FileResponse, Response
 
 from caligo.agents import registry
-from caligo.agents.base import TimeControl
-from caligo.web.config import AGENT_NAMES, engine_label, strength_text, uses_strength
+from caligo.agents.base import UNTIMED, TimeControl
+from caligo.agents.ladder import LEVELS
+from caligo.web.config import (
+    AGENT_NAMES,
+    engine_label,
+    level_of,
+    strength_text,
+    uses_levels,
+    uses_strength,
+)
 from caligo.web.pieces import piece_svg
 from caligo.web.routes.deps import Hub
 
@@ -25,6 +33,9 @@ ABOUT = {
     "zs21": "Caligo plays ZS21, a search for Fog of War over the positions you could be in.",
     "stockfish-pi": "Caligo guesses one position you could be in and plays Stockfish's move there.",
     "random": "Caligo plays random legal moves: a test opponent, not a strong one.",
+    "caligo": "Pick Caligo's level: 1 plays random moves, 8 is Obscuro, a search for Fog of War "
+    "that keeps track of every position you could be in and plans against all of them at once. "
+    "Each level was measured in matches against its neighbours.",
 }
 """What the lobby tells a player about each engine (no option syntax, no internals)."""
 
@@ -56,13 +67,29 @@ async def info(hub: Hub) -> dict[str, Any]:
     if not entry.external:
         description = registry.info(entry.name).description
     name = AGENT_NAMES.get(entry.name, entry.label)
-    strengths = list(STRENGTHS) if uses_strength(agent) else []
-    return {
+    out: dict[str, Any] = {
         "engine": agent,
         "description": description,
-        "engine_name": engine_label(agent, TimeControl.parse(STRENGTHS[1])),
         "about": ABOUT.get(entry.name, f"Caligo plays the engine {name}."),
         "time_controls": [{"label": label, "tc": tc} for label, tc in TIME_CONTROLS],
+    }
+    if uses_levels(agent):
+        levels = [f"level={lvl.number}" for lvl in LEVELS]
+        return out | {
+            "engine_name": engine_label(agent, UNTIMED),
+            "strength_kind": "level",
+            "strengths": levels,
+            "default_strength": f"level={level_of(agent)}",
+            "strength_labels": {s: s.removeprefix("level=") for s in levels},
+            "strength_titles": {f"level={lvl.number}": f"Level {lvl.number}: {lvl.title}"
+                                for lvl in LEVELS},
+        }
+    strengths = list(STRENGTHS) if uses_strength(agent) else []
+    return out | {
+        "engine_name": engine_label(agent, TimeControl.parse(STRENGTHS[1])),
+        "strength_kind": "time",
         "strengths": strengths,
+        "default_strength": STRENGTHS[1] if strengths else None,
         "strength_labels": {s: strength_text(TimeControl.parse(s)) for s in strengths},
+        "strength_titles": {},
     }

@@ -239,7 +239,7 @@ function route() {
 
 const choice = { color: "random", tc: "180+2", strength: "mt=1" };
 
-function choiceButtons(box, options, labels, key) {
+function choiceButtons(box, options, labels, key, changed) {
   box.innerHTML = "";
   for (const value of options) {
     const b = el("button", { type: "button", text: labels(value) });
@@ -248,6 +248,7 @@ function choiceButtons(box, options, labels, key) {
     b.addEventListener("click", () => {
       choice[key] = value;
       for (const x of box.children) x.classList.toggle("on", x === b);
+      if (changed) changed();
     });
     box.append(b);
   }
@@ -281,8 +282,12 @@ async function openLobby() {
   choiceButtons($("tc-choices"), info.time_controls.map((t) => t.tc), (v) => tcNames[v], "tc");
   const strengths = info.strengths || [];
   $("strength-field").hidden = !strengths.length;
-  if (strengths.length && !strengths.includes(choice.strength)) choice.strength = strengths[0];
-  choiceButtons($("strength-choices"), strengths, (v) => (info.strength_labels || {})[v] || v, "strength");
+  $("strength-label").textContent = info.strength_kind === "level" ? "Caligo's level" : "Caligo's thinking time";
+  if (strengths.length && !strengths.includes(choice.strength)) choice.strength = info.default_strength || strengths[0];
+  const titles = info.strength_titles || {};
+  const strengthNote = () => { $("strength-note").textContent = titles[choice.strength] || ""; };
+  choiceButtons($("strength-choices"), strengths, (v) => (info.strength_labels || {})[v] || v, "strength", strengthNote);
+  strengthNote();
   for (const b of $("color-choices").children) b.classList.toggle("on", b.dataset.color === choice.color);
   $("engine-note").textContent = info.about || "";
   const current = seats.current();
