@@ -63,6 +63,7 @@ def _match(args: argparse.Namespace) -> int:
         share_opponent_clock=args.share_opponent_clock,
         backend=Backend(args.backend),
         address=args.address,
+        cpus_per_pair=args.cpus_per_pair,
     )
     outputs = Outputs(
         pgn=Path(args.pgn) if args.pgn else None,
@@ -174,6 +175,9 @@ def register(sub: Any) -> None:
     )
     m.add_argument("--backend", choices=("local", "ray"), default="local")
     m.add_argument("--address", help="Ray cluster address (default: $RAY_ADDRESS or a local Ray)")
+    m.add_argument("--cpus-per-pair", type=int, default=1, metavar="N",
+                   help="CPUs each Ray actor reserves for its pair (default 1; e.g. 5 for "
+                   "Obscuro with expanders=4)")
     m.add_argument("--seed", type=int, default=0, help="match seed (default 0)")
     m.add_argument(
         "--timeout",

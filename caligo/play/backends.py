@@ -8,8 +8,9 @@ stop) and `close`. Each worker is a `PairWorker` that keeps its engines warm bet
 - `InlineBackend`: concurrency 1 runs pairs in the calling process (no start-up cost).
 - `PoolBackend`: `concurrent.futures.ProcessPoolExecutor` with the `spawn` start method; a
   worker process holds one `PairWorker` and closes its engines when the pool shuts down.
-- `RayBackend` (`pip install caligo[ray]`): one `@ray.remote(num_cpus=1)` actor per worker, so
-  a game's two engines share a node; `RAY_ADDRESS` or `--address` picks the cluster (a local
+- `RayBackend` (`pip install caligo[ray]`): one actor per worker reserving `cpus_per_pair` CPUs
+  (1 by default; an engine's threads at the paper's scale need more), so a game's two engines
+  share a node; `RAY_ADDRESS` or `--address` picks the cluster (a local
   instance otherwise); pending pairs are cancelled with `ray.cancel`. Ray needs the Caligo venv
   (and Stockfish, for engines that use it) on every node.
 """
@@ -137,7 +138,7 @@ def start_ray(ray: Any, address: str | None, **kwargs: Any) -> None:
 class RayBackend:
     """Pairs on Ray actors, at most two in flight per actor (one running, one queued)."""
 
-    def __init__(self, workers: int, address: str | None = None) -> None:
+    def __init__(self, workers: int, address: str | None = None, cpus: int = 1) -> None:
         try:
             import ray
         except ImportError:
@@ -150,9 +151,9 @@ class RayBackend:
         if self._started:
             kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
             if address is None:
-                kwargs["num_cpus"] = max(workers, os.cpu_count() or 1)
+                kwargs["num_cpus"] = max(workers * cpus, os.cpu_count() or 1)
             start_ray(ray, address, **kwargs)
-        actor_class = ray.remote(num_cpus=1)(_RayPairWorker)
+        actor_class = ray.remote(num_cpus=cpus)(_RayPairWorker)
         self._actors: list[Any] = [actor_class.remote() for _ in range(workers)]
         self._inflight: list[deque[Any]] = [deque() for _ in self._actors]
         self._refs: dict[Any, tuple[int, PairSpec]] = {}
@@ -206,7 +207,7 @@ class _RayPairWorker(PairWorker):
 def make_backend(config: MatchConfig) -> PairBackend:
     """The backend `config` asks for."""
     if config.backend is Backend.RAY:
-        return RayBackend(config.concurrency, config.address)
+        return RayBackend(config.concurrency, config.address, config.cpus_per_pair)
     if config.concurrency == 1:
         return InlineBackend()
     return PoolBackend(config.concurrency)

@@ -86,6 +86,9 @@ class MatchConfig:
     share_opponent_clock: bool = False
     backend: Backend = Backend.LOCAL
     address: str | None = None
+    cpus_per_pair: int = 1
+    """CPUs a Ray actor reserves for its pair (an engine's threads: Obscuro's solver and
+    `expanders`); the local backends run one pair per process."""
 
     def __post_init__(self) -> None:
         if len(self.engines) != 2:
@@ -99,6 +102,10 @@ class MatchConfig:
         if not isinstance(self.concurrency, int) or self.concurrency < 1:
             raise MatchConfigError(
                 f"concurrency must be a positive integer, got {self.concurrency!r}"
+            )
+        if not isinstance(self.cpus_per_pair, int) or self.cpus_per_pair < 1:
+            raise MatchConfigError(
+                f"cpus per pair must be a positive integer, got {self.cpus_per_pair!r}"
             )
         if self.timemargin_ms < 0 or self.move_timeout_ms <= 0:
             raise MatchConfigError(

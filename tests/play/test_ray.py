@@ -60,3 +60,19 @@ def test_ray_matches_local_and_sprt_cancels(tmp_path: Path, local_ray: None) -> 
     assert result.sprt is not None and result.sprt.decision is SprtDecision.H1
     assert result.stopped_early and result.tally.pairs < 200
     assert result.tally.losses == 0
+
+
+def test_an_actor_reserves_the_cpus_of_its_pair(local_ray: None) -> None:
+    """`--cpus-per-pair 2` on a 2-CPU instance: the one actor holds both CPUs (Ray's own
+    resource accounting), so a second pair of multi-threaded engines would not share them."""
+    from caligo.play.backends import RayBackend
+    from caligo.play.errors import MatchConfigError
+
+    backend = RayBackend(1, cpus=2)
+    try:
+        ray.get([a.__ray_ready__.remote() for a in backend._actors])
+        assert ray.available_resources().get("CPU", 0.0) == 0.0
+    finally:
+        backend.close()
+    with pytest.raises(MatchConfigError, match="cpus per pair must be a positive integer, got 0"):
+        MatchConfig(engine_configs(["random", "random:seed=4"], []), rounds=1, cpus_per_pair=0)
