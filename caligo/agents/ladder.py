@@ -38,7 +38,9 @@ class Level:
     number: int
     spec: str
     budget: TimeControl = UNTIMED
-    """The engine's budget at every move (`iters=N`), or none for engines without one."""
+    """The engine's budget at every move (`iters=N`), or none for engines whose own settings
+    fix their work (Stockfish-PI's depth): those are asked with a count of one, never a time,
+    so no level's play depends on the machine or the clock."""
     noise: float = 0.0
     """The share of moves drawn uniformly from the legal moves instead of asking the engine."""
     title: str = ""
@@ -62,6 +64,10 @@ class Level:
 
 def _iters(n: int) -> TimeControl:
     return TimeControl(TcKind.ITERATIONS, iterations=n)
+
+
+ONE_STEP = _iters(1)
+"""How a level without a budget is asked: a count, so its engine's fixed settings decide."""
 
 
 LEVELS: tuple[Level, ...] = (
@@ -135,9 +141,8 @@ class LevelAgent:
             move = legal[self._rng.randrange(len(legal))]
             self.inner.force(move)
             return Decision(move, info={"level": self.level.number, "random": True})
-        if self.level.budget.kind is TcKind.ITERATIONS:
-            clock = strength_clock(self.level.budget, clock)
-        decision = self.inner.act(legal, clock)
+        budget = self.level.budget if self.level.budget.kind is TcKind.ITERATIONS else ONE_STEP
+        decision = self.inner.act(legal, strength_clock(budget, clock))
         return Decision(decision.move, policy=decision.policy, value=decision.value,
                         info={**decision.info, "level": self.level.number},
                         resign=decision.resign)

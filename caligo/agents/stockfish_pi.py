@@ -144,6 +144,10 @@ class StockfishPIAgent(AgentBase):
             self.timer.start()
             self._queued = observation
             return
+        if self._queued is not None:  # our move came without `act` (forced, or a replay of
+            # the game's transcript): the opponent's ply `act` would have taken in, whole
+            self._belief = self._belief.update_opponent_move(self._queued)
+            self._queued = None
         bel = self._belief
         if bel.partial:
             last = self.timer.last
@@ -156,14 +160,6 @@ class StockfishPIAgent(AgentBase):
         self._belief = bel.update_own_move(own_move, observation)
         self._prev_map = belief_map(self._belief)  # off the clock, reported with the next move
         collect_garbage()  # off the clock too (caligo.agents.timing)
-
-    def force(self, move: int) -> None:
-        """Play `move` instead of choosing: the opponent's ply that `act` would have taken in
-        is taken in now (whole: a forced move has no budget); the move comes back in
-        `observe`."""
-        if self._queued is not None and self._belief is not None:
-            self._belief = self._belief.update_opponent_move(self._queued)
-            self._queued = None
 
     def act(self, legal: Sequence[int], clock: Clock) -> Decision:
         """Stockfish's move in a position drawn from P (module docstring)."""

@@ -209,6 +209,10 @@ def _moves(args: argparse.Namespace) -> int:
     return 0
 
 
+ELO_CAP = 1199.0
+"""|Elo| at which `caligo.play.stats.elo_from_score` clamps (a score of 1 - 1e-3): an interval
+bound there is no bound."""
+
 LADDER_HEADER = ("| level | engine | vs level below: games, score | step Elo (95% CI) | "
                  "rating (95% CI) |\n|---|---|---|---|---|")
 
@@ -232,9 +236,10 @@ def ladder_rows(results: list[dict[str, Any]]) -> tuple[list[str], bool]:
                 raise StrengthError(f"not a ladder match (caligo:level=N): {engine!r}")
             numbers.append(int(opts["level"]))
         hi, lo = numbers
+        if hi == lo - 1:
+            raise StrengthError(f"level {hi} against {lo}: engine A must be the higher level")
         if hi != lo + 1:
-            raise StrengthError(f"levels {hi} and {lo} are not neighbours (engine A is the "
-                                "higher level)")
+            raise StrengthError(f"levels {hi} and {lo} are not neighbours")
         if hi in steps:
             raise StrengthError(f"two matches of level {hi} against {lo}")
         steps[hi] = data
@@ -246,15 +251,23 @@ def ladder_rows(results: list[dict[str, Any]]) -> tuple[list[str], bool]:
     for lvl in LEVELS[1:]:
         data = steps[lvl.number]
         penta = data["pentanomial"]
+        if not data["pairs"] or not data.get("elo"):
+            raise StrengthError(f"the match of level {lvl.number} has no finished pair")
         games = f"{data['games']}, {100 * data['score']:.1f}%"
-        if max(penta[0], penta[-1]) == data["pairs"] or not data.get("elo"):
-            bounded = False
-            monotone = monotone and bool(penta[-1])
-            rows.append(f"| {lvl.number} | {lvl.engine_spec} | {games} | unbounded | "
-                        "unbounded |")
-            continue
         step = data["elo"]["logistic"]
         lo, hi = data["elo"]["ci95"]
+        sweep = max(penta[0], penta[-1]) == data["pairs"]
+        if sweep or max(abs(lo), abs(hi)) >= ELO_CAP:
+            # every pair 2-0 (or 0-2), or an interval at the estimator's cap: a side without a
+            # finite bound, so no finite rating from here up
+            bounded = False
+            monotone = monotone and hi > 0.0
+            lo_text = "unbounded" if sweep or lo <= -ELO_CAP else f"{lo:+.0f}"
+            hi_text = "unbounded" if sweep or hi >= ELO_CAP else f"{hi:+.0f}"
+            step_text = "unbounded" if sweep else f"{step:+.0f}"
+            rows.append(f"| {lvl.number} | {lvl.engine_spec} | {games} | {step_text} "
+                        f"[{lo_text}, {hi_text}] | unbounded |")
+            continue
         monotone = monotone and hi >= 0.0
         rating += step
         var_lo += (step - lo) ** 2

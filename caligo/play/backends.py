@@ -153,6 +153,13 @@ class RayBackend:
             if address is None:
                 kwargs["num_cpus"] = max(workers * cpus, os.cpu_count() or 1)
             start_ray(ray, address, **kwargs)
+        largest = max((float(n["Resources"].get("CPU", 0.0)) for n in ray.nodes()
+                       if n.get("Alive")), default=0.0)
+        if cpus > largest:  # its actors would wait for a node forever
+            if self._started:
+                ray.shutdown()
+            raise MatchConfigError(f"cpus per pair {cpus}: no node of the Ray cluster has that "
+                                   f"many CPUs (the largest has {largest:g})")
         actor_class = ray.remote(num_cpus=cpus)(_RayPairWorker)
         self._actors: list[Any] = [actor_class.remote() for _ in range(workers)]
         self._inflight: list[deque[Any]] = [deque() for _ in self._actors]

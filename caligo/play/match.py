@@ -107,6 +107,11 @@ class MatchConfig:
             raise MatchConfigError(
                 f"cpus per pair must be a positive integer, got {self.cpus_per_pair!r}"
             )
+        if self.cpus_per_pair != 1 and self.backend is not Backend.RAY:
+            raise MatchConfigError(
+                f"cpus per pair ({self.cpus_per_pair}) is a Ray reservation: the local "
+                "backend runs one pair per process"
+            )
         if self.timemargin_ms < 0 or self.move_timeout_ms <= 0:
             raise MatchConfigError(
                 f"invalid timing: margin {self.timemargin_ms} ms, timeout {self.move_timeout_ms} ms"

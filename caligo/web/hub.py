@@ -176,11 +176,13 @@ class GameHub:
             raise GameRunningError(f"game {game_id!r} is still running: no rematch yet")
         config = SessionConfig.from_dict(json.loads(row.config))
         color = ColorChoice.BLACK if meta.human == 0 else ColorChoice.WHITE
-        if uses_levels(meta.agent):
-            request = GameRequest(color, config.time_controls[meta.human],
-                                  level=level_of(meta.agent))
+        tc = config.time_controls[meta.human]
+        if uses_levels(meta.agent) != uses_levels(self.config.agent):
+            request = GameRequest(color, tc)  # the server plays another engine since: its default
+        elif uses_levels(meta.agent):
+            request = GameRequest(color, tc, level=level_of(meta.agent))
         else:
-            request = GameRequest(color, config.time_controls[meta.human], meta.strength)
+            request = GameRequest(color, tc, meta.strength)
         return await self.create(request, client)
 
     async def _admit_client(self, client: str) -> None:

@@ -99,6 +99,18 @@ def test_a_level_searches_its_own_budget_whatever_the_clock() -> None:
         assert all(d.info["level"] == 9 for d in searched)
 
 
+@pytest.mark.skipif(not HAVE_SF, reason="Debian's stockfish is not installed")
+def test_a_level_without_a_budget_is_asked_for_fixed_work() -> None:
+    """Stockfish-PI's levels have no budget of their own: on a clock of 1 s a move they are
+    still asked with a count (their depth decides), so their play does not depend on the
+    machine's speed or the clock."""
+    lvl = level(4)
+    session = _play(LevelAgent(lvl, create(lvl.engine_spec), seed=1), RandomAgent(seed=2),
+                    "mt=1")
+    plans = [p.decision.info["plan"] for p in session.plies[0::2] if p.decision is not None]
+    assert plans and all(plan["budget"] == "iterations" for plan in plans)
+
+
 @pytest.mark.parametrize(("spec", "budget"), [
     ("obscuro:eval=simple", "iters=10"),
     ("zs21:eval=simple", "iters=10"),

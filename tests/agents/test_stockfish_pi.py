@@ -105,3 +105,42 @@ def test_options_and_errors() -> None:
             create(spec)
     with pytest.raises(FileNotFoundError, match="no Stockfish executable"):
         StockfishPIAgent(path="/nonexistent/stockfish")
+
+
+def test_a_replayed_transcript_follows_p() -> None:
+    """The web server resumes a game by replaying its transcript: `newgame`, every
+    `observe` (our own moves without an `act` before them), then `go`. The agent's P after the
+    replay is P replayed independently on the same observations (it used to lag a ply behind
+    and fail on its own next move)."""
+    from caligo.agents.protocol import Go
+    from caligo.fow.position import move_to_uci
+    from caligo.play.referee import AgentSeat
+
+    class Stop(Exception):
+        pass
+
+    def stop_at_12(s: GameSession) -> None:
+        if s.ply >= 12:
+            raise Stop
+
+    tcs = (TimeControl(), TimeControl())
+    session = GameSession(SessionConfig("replay", seeds=(1, 2), time_controls=tcs))
+    with pytest.raises(Stop):
+        play_game(session, (RandomAgent(seed=1), RandomAgent(seed=2)), on_ply=stop_at_12)
+    for spec in ("stockfish-pi:depth=1", "caligo:level=3"):
+        agent = create(spec)
+        seat = AgentSeat(agent)
+        messages = session.project(0, -1)
+        for m in messages[:-1]:
+            seat.deliver(m)
+        decision = seat.ask(messages[-1])
+        inner = getattr(agent, "inner", agent)
+        assert isinstance(inner, StockfishPIAgent) and inner._belief is not None
+        truth = BeliefSet.initial(0, inner.start_fen)
+        for own, obs in inner.history:
+            truth = (truth.update_opponent_move(obs) if own is None
+                     else truth.update_own_move(own, obs))
+        assert len(inner._belief) == len(truth), spec
+        go = messages[-1]
+        assert isinstance(go, Go) and move_to_uci(decision.move) in go.legal, spec
+        agent.close()

@@ -126,7 +126,17 @@ def test_the_ladder_chains_neighbour_matches_from_random(
     results[3] = _ladder_result(5, 4, [0, 0, 0, 0, 9])
     rows, monotone = ladder_rows(results)
     assert monotone and rows[-1].endswith("| unbounded |")
+    # a near-sweep: its interval's upper end is the estimator's cap, not a bound
+    results[3] = _ladder_result(5, 4, [0, 0, 1, 0, 49])
+    rows, monotone = ladder_rows(results)
+    assert monotone and ", unbounded] | unbounded |" in rows[4] and rows[-1].endswith(
+        "| unbounded |")
+    results[3] = _ladder_result(5, 4, pentas[5])
     for bad, words in ((results[:-1], "no match for level(s) [8]"),
+                       ([{**results[0], "engines": ["caligo:level=1", "caligo:level=2"]}],
+                        "level 1 against 2: engine A must be the higher level"),
+                       ([*results[:-1], {**results[-1], "pairs": 0, "elo": None}],
+                        "the match of level 8 has no finished pair"),
                        ([*results, results[0]], "two matches of level 2"),
                        ([{**results[0], "engines": ["caligo:level=3", "caligo:level=1"]}],
                         "not neighbours"),

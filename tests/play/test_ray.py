@@ -74,5 +74,10 @@ def test_an_actor_reserves_the_cpus_of_its_pair(local_ray: None) -> None:
         assert ray.available_resources().get("CPU", 0.0) == 0.0
     finally:
         backend.close()
+    with pytest.raises(MatchConfigError, match="no node of the Ray cluster has that many CPUs "
+                       r"\(the largest has 2\)"):
+        RayBackend(1, cpus=3)
+    with pytest.raises(MatchConfigError, match="a Ray reservation"):
+        MatchConfig(engine_configs(["random", "random:seed=4"], []), rounds=1, cpus_per_pair=2)
     with pytest.raises(MatchConfigError, match="cpus per pair must be a positive integer, got 0"):
         MatchConfig(engine_configs(["random", "random:seed=4"], []), rounds=1, cpus_per_pair=0)

@@ -11,8 +11,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+from fastapi.testclient import TestClient
+
 from caligo.agents.ladder import LEVELS
-from tests.web.test_api import _client, recv, ws_url
+from caligo.web import WebConfig, create_app
+from tests.agents.test_obscuro import HAVE_SF
+from tests.web.test_api import TEST_HOST, _client, recv, ws_url
 
 
 def _post(c: Any, body: dict[str, Any]) -> Any:
@@ -89,3 +94,55 @@ def test_a_level_is_asked_of_the_ladder_only_and_by_its_number(tmp_path: Path) -
         r = _post(c, {"strength": "level=2"})
         assert r.status_code == 400 and "no levels" in r.json()["error"]
         assert "level=2" in r.json()["error"]
+
+
+@pytest.mark.skipif(not HAVE_SF, reason="Debian's stockfish is not installed")
+def test_a_rematch_keeps_the_game_s_level_not_the_server_s(tmp_path: Path) -> None:
+    with _client(tmp_path / "g.sqlite", agent="caligo:level=1") as c:
+        r = _post(c, {"color": "white", "strength": "level=2"})
+        assert r.status_code == 201, r.text
+        game = r.json()
+        with c.websocket_connect(ws_url(game)) as ws:
+            f = recv(ws)
+            assert f["opponent"] == "Caligo (level 2)"
+            ws.send_text('{"type": "resign"}')
+            while f["status"] != "over":
+                f = recv(ws)
+        r = c.post(f"/api/games/{game['game']}/rematch", json={"seat": game["seat"]})
+        assert r.status_code == 201, r.text
+        hub = c.app.state.hub  # type: ignore[attr-defined]
+        assert hub.store.meta(r.json()["game"]).agent == "caligo:level=2"
+
+
+def test_a_rematch_after_the_server_changed_engine_plays_its_default(tmp_path: Path) -> None:
+    """A game of a server that played random moves, rematched after a restart with the
+    ladder (and the other way round): the new game is the server's default, not a 400."""
+    db = tmp_path / "g.sqlite"
+
+    def server(agent: str, seed: int) -> TestClient:  # seeds apart: game ids apart
+        config = WebConfig(db=str(db), agent=agent, seed=seed, games_per_minute=0)
+        return TestClient(create_app(config, TEST_HOST))
+
+    with server("random", 1) as c:
+        game = _post(c, {"color": "white", "strength": "mt=0.05"}).json()
+        with c.websocket_connect(ws_url(game)) as ws:
+            recv(ws)
+            ws.send_text('{"type": "resign"}')
+            while recv(ws)["status"] != "over":
+                pass
+    with server("caligo:level=1", 2) as c:
+        r = c.post(f"/api/games/{game['game']}/rematch", json={"seat": game["seat"]})
+        assert r.status_code == 201, r.text
+        again = r.json()
+        hub = c.app.state.hub  # type: ignore[attr-defined]
+        assert hub.store.meta(again["game"]).agent == "caligo:level=1"
+        with c.websocket_connect(ws_url(again)) as ws:
+            f = recv(ws)
+            ws.send_text('{"type": "abort"}')
+            while f["status"] != "over":
+                f = recv(ws)
+    with server("random", 3) as c:
+        r = c.post(f"/api/games/{again['game']}/rematch", json={"seat": again["seat"]})
+        assert r.status_code == 201, r.text
+        meta = c.app.state.hub.store.meta(r.json()["game"])  # type: ignore[attr-defined]
+        assert (meta.agent, str(meta.strength)) == ("random", "mt=1")
