@@ -68,6 +68,7 @@ compaction's status codes OK, FULL, MISMATCH) are in `caligo.search.construct_ke
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 
@@ -111,6 +112,8 @@ from caligo.search.materialize import (
     reset_arena,
     sample_outside,
 )
+
+log = logging.getLogger(__name__)
 
 
 def start_key(obs: int, key_mode: KeyMode) -> int:
@@ -384,10 +387,20 @@ def build_kluss(
     return info
 
 
+ROOT_EXPANSION_SHARE = 0.5
+"""The share of the arena's free rows the roots of our infoset may take at construction; the
+rest is the search's."""
+
+
 def expand_infoset_roots(arena: Arena, game: SearchGame, evaluator: Evaluator, cur_key: int,
                          config: SearchConfig) -> int:
-    """Expand every unexpanded non-terminal root in the searcher's infoset `cur_key` (module
-    docstring, step 7); returns how many. One game and one evaluator call for all of them."""
+    """Expand the unexpanded non-terminal roots in the searcher's infoset `cur_key` (module
+    docstring, step 7); returns how many. One game and one evaluator call for all of them.
+
+    When their children do not fit in `ROOT_EXPANSION_SHARE` of the arena's free rows (a
+    large P on a small budget's arena: 1,400 roots of 30 moves against 39,000 rows), the
+    roots the gadget's prior makes likeliest are expanded first, as many as fit, and the
+    rest stay leaves under the root floor; the search itself goes on either way."""
     from caligo.search import expand as X
 
     nr = arena.n_roots
@@ -397,6 +410,21 @@ def expand_infoset_roots(arena: Arena, game: SearchGame, evaluator: Evaluator, c
                           & ((nd.flags[:nr] & EXPANDED) == 0)).astype(np.int32)
     if todo.size == 0:
         return 0
+    counts = np.diff(game.expand(nd.state[todo].astype(np.int64)).ptr)
+    room = ROOT_EXPANSION_SHARE * (arena.capacity.nodes - arena.n_nodes)
+    if int(counts.sum()) > room:
+        if arena.has_gadget:  # the prior of each root's opponent infoset J, likeliest first
+            m = arena.n_j
+            ptr = arena.roots.ptr[: m + 1].astype(np.int64)
+            prior = np.repeat(arena.roots.alpha[:m], np.diff(ptr))[todo]
+            by = np.argsort(-prior, kind="stable")
+            todo, counts = todo[by], counts[by]
+        fits = int(np.searchsorted(np.cumsum(counts), room, side="right"))
+        log.info("%d of the %d roots of our infoset fit in the arena's %d free rows; the "
+                 "likeliest are expanded", fits, todo.size, arena.capacity.nodes - arena.n_nodes)
+        todo = todo[:fits]
+        if todo.size == 0:
+            return 0
     nd.claim[todo] = 1
     ex = X.Expander(arena, game, evaluator, config.seed)
     pending = ex.expand(todo)

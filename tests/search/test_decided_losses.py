@@ -27,7 +27,7 @@ import pytest
 from caligo.core.builtin_games import TableGame
 from caligo.core.game import CHANCE, TERMINAL
 from caligo.core.tree import GameTree, build_tree
-from caligo.search.arena import check_invariants
+from caligo.search.arena import EXPANDED, check_invariants
 from caligo.search.config import Iterations, RootExpansion, SearchConfig
 from caligo.search.engine import GrowingTreeSearch
 from caligo.search.evaluators import PerfectInfoEvaluator
@@ -207,3 +207,31 @@ def test_fow_line_21_never_plays_a_decided_loss(subgame: str) -> None:
             obs = observe(board.position, 0)
             bel.expect(obs)
             agent.observe(observation_key(obs), move if ply % 2 == 0 else None)
+
+
+def test_roots_that_do_not_fit_are_expanded_likeliest_first() -> None:
+    """A belief of many threat positions on a small arena (FoW: 1,400 roots of our infoset on
+    the 39,000 rows of a 100-iteration arena): the construction used to fail, and the agent
+    played a fallback move. Now the roots the gadget's prior makes likeliest are expanded, as
+    many as fit in half the free rows, the rest stay leaves, and the search runs."""
+    tree = build_tree(fog_game(0.01, 0.1, 300))
+    g = int(tree.infosets_of(0)[0])
+    a_node = int(np.flatnonzero(tree.infoset == g)[0])
+    cfg = SearchConfig(budget=Iterations(20), expansions=5, seed=1, **FIXED)  # type: ignore[arg-type]
+    eng = GrowingTreeSearch(TreeGame(tree), PerfectInfoEvaluator(tree), cfg, 0, capacity=700)
+    eng.start(a_node)
+    eng.run(1)
+    bel, key = belief_at(tree, g)
+    eng.reroot(bel, key, np.random.default_rng(1), eng.value_of(key))
+    arena = eng.arena
+    check_invariants(arena)
+    nr, nd = arena.n_roots, arena.nodes
+    ours = np.flatnonzero((nd.player[:nr] == 0) & (nd.key[:nr, 0] == np.uint64(key)))
+    expanded = (nd.flags[ours] & EXPANDED) != 0
+    assert 0 < int(expanded.sum()) < ours.size  # some fit, not all
+    m = arena.n_j
+    ptr = arena.roots.ptr[: m + 1].astype(np.int64)
+    prior = np.repeat(arena.roots.alpha[:m], np.diff(ptr))[ours]
+    assert prior[expanded].min() >= prior[~expanded].max()
+    eng.ensure_infoset(key)
+    eng.run(1)  # and the search goes on
