@@ -78,7 +78,6 @@ LEVELS: tuple[Level, ...] = (
     Level(5, "zs21", _iters(50), title="ZS21, a short search over the positions you could be in"),
     Level(6, "obscuro:preset=safe", _iters(100), title="Obscuro, 100 search steps"),
     Level(7, "obscuro:preset=safe", _iters(400), title="Obscuro, 400 search steps"),
-    Level(8, "obscuro:preset=safe", _iters(1600), title="Obscuro, 1,600 search steps"),
 )
 """The ladder, weakest first; `LEVELS[n - 1].number == n`."""
 
@@ -109,7 +108,7 @@ class LevelAgent:
     @classmethod
     def from_options(cls, options: Mapping[str, str],
                      resources: EngineResources | None = None) -> LevelAgent:
-        """Build from registry options: `level=N` (1 to 8, default `DEFAULT_LEVEL`), `seed=N`
+        """Build from registry options: `level=N` (1 to 7, default `DEFAULT_LEVEL`), `seed=N`
         (passed to the level's engine too)."""
         from caligo.agents import registry
 

@@ -262,7 +262,7 @@ register(
     "caligo",
     "caligo.agents.ladder:LevelAgent.from_options",
     strength=200,
-    description="the strength ladder: level=1 (random moves) to level=8 (Obscuro, 1,600 search "
+    description="the strength ladder: level=1 (random moves) to level=7 (Obscuro, 400 search "
     "steps), each a fixed budget measured against its neighbours (options: level=N, seed=N)",
     requires=_stockfish_missing,
 )

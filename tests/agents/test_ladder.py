@@ -50,7 +50,7 @@ def test_the_table() -> None:
 
 
 def test_options_are_checked_by_name() -> None:
-    for spec, words in (("caligo:level=9", "level must be 1 to 8, got 9"),
+    for spec, words in (("caligo:level=8", "level must be 1 to 7, got 8"),
                         ("caligo:level=x", "level"),
                         ("caligo:budget=iters=4", "unknown option(s) for caligo: ['budget']")):
         with pytest.raises(AgentSpecError) as info:

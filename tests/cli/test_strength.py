@@ -132,11 +132,11 @@ def test_the_ladder_chains_neighbour_matches_from_random(
     assert monotone and ", unbounded] | unbounded |" in rows[4] and rows[-1].endswith(
         "| unbounded |")
     results[3] = _ladder_result(5, 4, pentas[5])
-    for bad, words in ((results[:-1], "no match for level(s) [8]"),
+    for bad, words in ((results[:-1], "no match for level(s) [7]"),
                        ([{**results[0], "engines": ["caligo:level=1", "caligo:level=2"]}],
                         "level 1 against 2: engine A must be the higher level"),
                        ([*results[:-1], {**results[-1], "pairs": 0, "elo": None}],
-                        "the match of level 8 has no finished pair"),
+                        "the match of level 7 has no finished pair"),
                        ([*results, results[0]], "two matches of level 2"),
                        ([{**results[0], "engines": ["caligo:level=3", "caligo:level=1"]}],
                         "not neighbours"),

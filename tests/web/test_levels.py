@@ -30,7 +30,7 @@ def test_the_lobby_offers_the_levels(tmp_path: Path) -> None:
     assert info["strength_kind"] == "level"
     assert info["strengths"] == [f"level={n}" for n in range(1, len(LEVELS) + 1)]
     assert info["default_strength"] == "level=1"  # the server's own level
-    assert info["strength_labels"]["level=8"] == "8"
+    assert info["strength_labels"]["level=7"] == "7"
     assert info["strength_titles"]["level=1"] == "Level 1: random moves"
     assert info["engine_name"] == "Caligo (level 1)"
     assert "level" in info["about"] and "=" not in info["about"]
@@ -82,11 +82,11 @@ def test_the_server_s_default_strength(tmp_path: Path) -> None:
 
 def test_a_level_is_asked_of_the_ladder_only_and_by_its_number(tmp_path: Path) -> None:
     with _client(tmp_path / "g.sqlite", agent="caligo:level=1") as c:
-        for bad in ("level=0", "level=9", "level=x", "level=", "level=1e3", "level=٣",
+        for bad in ("level=0", "level=8", "level=x", "level=", "level=1e3", "level=٣",
                     "level=00001"):
             r = _post(c, {"strength": bad})
             assert r.status_code == 400, (bad, r.text)
-            assert repr(bad) in r.json()["error"] and "level=1 to level=8" in r.json()["error"]
+            assert repr(bad) in r.json()["error"] and "level=1 to level=7" in r.json()["error"]
         r = _post(c, {"strength": "mt=1"})  # the ladder's levels carry their own budgets
         assert r.status_code == 400 and "plays levels" in r.json()["error"]
         assert "'mt=1'" in r.json()["error"]

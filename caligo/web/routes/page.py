@@ -33,8 +33,9 @@ ABOUT = {
     "zs21": "Caligo plays ZS21, a search for Fog of War over the positions you could be in.",
     "stockfish-pi": "Caligo guesses one position you could be in and plays Stockfish's move there.",
     "random": "Caligo plays random legal moves: a test opponent, not a strong one.",
-    "caligo": "Pick Caligo's level: 1 plays random moves, 8 is Obscuro, a search for Fog of War "
-    "that keeps track of every position you could be in and plans against all of them at once. "
+    "caligo": "Pick Caligo's level: 1 plays random moves, 6 and 7 are Obscuro, a search for Fog "
+    "of War that keeps track of every position you could be in and plans against all of them at "
+    "once. "
     "Each level was measured in matches against its neighbours.",
 }
 """What the lobby tells a player about each engine (no option syntax, no internals)."""
