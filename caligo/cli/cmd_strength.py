@@ -224,16 +224,16 @@ def ladder_rows(results: list[dict[str, Any]]) -> tuple[list[str], bool]:
     independent; a normal approximation of each interval's two sides). Also whether the
     levels are monotone within their intervals (no step's interval lies below 0).
     StrengthError for a match that is not between neighbouring levels, or a level missing."""
-    from caligo.agents.ladder import LEVELS
+    from caligo.agents.ladder import LEVELS, Level
 
     steps: dict[int, dict[str, Any]] = {}
     for data in results:
         numbers = []
-        for engine in data["engines"]:
-            name, _, options = engine.partition(":")
+        for spec in data["engines"]:
+            name, _, options = spec.partition(":")
             opts = dict(o.split("=", 1) for o in options.split(",") if "=" in o)
             if name.split("#")[0] != "caligo" or not opts.get("level", "").isdigit():
-                raise StrengthError(f"not a ladder match (caligo:level=N): {engine!r}")
+                raise StrengthError(f"not a ladder match (caligo:level=N): {spec!r}")
             numbers.append(int(opts["level"]))
         hi, lo = numbers
         if hi == lo - 1:
@@ -246,7 +246,11 @@ def ladder_rows(results: list[dict[str, Any]]) -> tuple[list[str], bool]:
     missing = [n for n in range(2, len(LEVELS) + 1) if n not in steps]
     if missing:
         raise StrengthError(f"no match for level(s) {missing} against the level below")
-    rows = [f"| 1 | {LEVELS[0].engine_spec} | (anchor) | 0 | 0 |"]
+    def engine(lvl: Level) -> str:
+        noise = f", {lvl.noise:.0%} of its moves at random" if lvl.noise else ""
+        return f"{lvl.engine_spec}{noise}"
+
+    rows = [f"| 1 | {engine(LEVELS[0])} | (anchor) | 0 | 0 |"]
     rating, var_lo, var_hi, bounded, monotone = 0.0, 0.0, 0.0, True, True
     for lvl in LEVELS[1:]:
         data = steps[lvl.number]
@@ -265,7 +269,7 @@ def ladder_rows(results: list[dict[str, Any]]) -> tuple[list[str], bool]:
             lo_text = "unbounded" if sweep or lo <= -ELO_CAP else f"{lo:+.0f}"
             hi_text = "unbounded" if sweep or hi >= ELO_CAP else f"{hi:+.0f}"
             step_text = "unbounded" if sweep else f"{step:+.0f}"
-            rows.append(f"| {lvl.number} | {lvl.engine_spec} | {games} | {step_text} "
+            rows.append(f"| {lvl.number} | {engine(lvl)} | {games} | {step_text} "
                         f"[{lo_text}, {hi_text}] | unbounded |")
             continue
         monotone = monotone and hi >= 0.0
@@ -274,7 +278,7 @@ def ladder_rows(results: list[dict[str, Any]]) -> tuple[list[str], bool]:
         var_hi += (hi - step) ** 2
         cum = (f"{rating:+.0f} [{rating - math.sqrt(var_lo):+.0f}, "
                f"{rating + math.sqrt(var_hi):+.0f}]" if bounded else "unbounded")
-        rows.append(f"| {lvl.number} | {lvl.engine_spec} | {games} | {step:+.0f} [{lo:+.0f}, "
+        rows.append(f"| {lvl.number} | {engine(lvl)} | {games} | {step:+.0f} [{lo:+.0f}, "
                     f"{hi:+.0f}] | {cum} |")
     return rows, monotone
 
