@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from caligo.agents.base import Agent, Decision
 from caligo.agents.options import OptionError, OptionReader
@@ -58,8 +58,12 @@ class Level:
         """The registry spec of the level's engine, with its budget."""
         if self.budget.kind is TcKind.NONE:
             return self.spec
-        sep = "," if ":" in self.spec else ":"
-        return f"{self.spec}{sep}budget={self.budget}"
+        return with_option(self.spec, "budget", str(self.budget))
+
+
+def with_option(spec: str, key: str, value: str) -> str:
+    """The registry spec `spec` with `key=value` added to its options."""
+    return f"{spec}{',' if ':' in spec else ':'}{key}={value}"
 
 
 def _iters(n: int) -> TimeControl:
@@ -121,7 +125,7 @@ class LevelAgent:
         seed = opts.integer("seed") if "seed" in opts else 0
         spec = lvl.engine_spec
         if "seed" in opts:
-            spec += ("," if ":" in spec else ":") + f"seed={seed}"
+            spec = with_option(spec, "seed", str(seed))
         return cls(lvl, registry.create(spec, resources), seed)
 
     def new_game(self, color: int, start_fen: str, time_control: TimeControl, seed: int) -> None:
@@ -142,9 +146,7 @@ class LevelAgent:
             return Decision(move, info={"level": self.level.number, "random": True})
         budget = self.level.budget if self.level.budget.kind is TcKind.ITERATIONS else ONE_STEP
         decision = self.inner.act(legal, strength_clock(budget, clock))
-        return Decision(decision.move, policy=decision.policy, value=decision.value,
-                        info={**decision.info, "level": self.level.number},
-                        resign=decision.resign)
+        return replace(decision, info={**decision.info, "level": self.level.number})
 
     def force(self, move: int) -> None:
         """Pass the forced move on."""

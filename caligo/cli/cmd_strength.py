@@ -225,15 +225,20 @@ def ladder_rows(results: list[dict[str, Any]]) -> tuple[list[str], bool]:
     levels are monotone within their intervals (no step's interval lies below 0).
     StrengthError for a match that is not between neighbouring levels, or a level missing."""
     from caligo.agents.ladder import LEVELS, Level
+    from caligo.agents.registry import AgentSpecError, parse_spec
 
     steps: dict[int, dict[str, Any]] = {}
     for data in results:
         numbers = []
-        for spec in data["engines"]:
-            name, _, options = spec.partition(":")
-            opts = dict(o.split("=", 1) for o in options.split(",") if "=" in o)
-            if name.split("#")[0] != "caligo" or not opts.get("level", "").isdigit():
-                raise StrengthError(f"not a ladder match (caligo:level=N): {spec!r}")
+        for label in data["engines"]:
+            name = str(label).split("#")[0]  # "caligo:level=3#1" when both have one name
+            try:
+                spec = parse_spec(name)
+            except AgentSpecError:
+                spec = None
+            opts = dict(spec.options) if spec is not None else {}
+            if spec is None or spec.name != "caligo" or not opts.get("level", "").isdigit():
+                raise StrengthError(f"not a ladder match (caligo:level=N): {label!r}")
             numbers.append(int(opts["level"]))
         hi, lo = numbers
         if hi == lo - 1:
@@ -284,7 +289,13 @@ def ladder_rows(results: list[dict[str, Any]]) -> tuple[list[str], bool]:
 
 
 def _ladder(args: argparse.Namespace) -> int:
-    rows, monotone = ladder_rows([_read_json(path) for path in args.results])
+    try:
+        rows, monotone = ladder_rows([_read_json(path) for path in args.results])
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        if isinstance(exc, StrengthError):
+            raise
+        raise StrengthError(f"a ladder result lacks a match field or has a bad one: "
+                            f"{exc!r}") from None
     print(LADDER_HEADER)
     print("\n".join(rows))
     print(f"\nmonotone within the intervals: {'yes' if monotone else 'no'}")

@@ -86,10 +86,11 @@ def _play(white: LevelAgent | RandomAgent, black: LevelAgent | RandomAgent, tc: 
 
 
 def test_a_level_searches_its_own_budget_whatever_the_clock() -> None:
-    """Obscuro at 10 iterations, in a game of 1 s a move and in an untimed one: every searched
-    move ran exactly the level's 10 iterations (the game's clock never became its budget)."""
+    """Obscuro at 10 iterations, in a game of 30 s a move and in an untimed one: every searched
+    move ran exactly the level's 10 iterations (the game's clock never became its budget; 30 s
+    a move would be thousands of iterations, and no deadline is near on a busy machine)."""
     lvl = Level(9, "obscuro:eval=simple", TimeControl.parse("iters=10"), title="test")
-    for tc in ("mt=1", "none"):
+    for tc in ("mt=30", "none"):
         inner = create(lvl.engine_spec)
         session = _play(LevelAgent(lvl, inner, seed=1), RandomAgent(seed=2), tc)
         searched = [p.decision for p in session.plies[0::2]
@@ -101,12 +102,12 @@ def test_a_level_searches_its_own_budget_whatever_the_clock() -> None:
 
 @pytest.mark.skipif(not HAVE_SF, reason="Debian's stockfish is not installed")
 def test_a_level_without_a_budget_is_asked_for_fixed_work() -> None:
-    """Stockfish-PI's levels have no budget of their own: on a clock of 1 s a move they are
+    """Stockfish-PI's levels have no budget of their own: on a clock of 30 s a move they are
     still asked with a count (their depth decides), so their play does not depend on the
     machine's speed or the clock."""
     lvl = level(4)
     session = _play(LevelAgent(lvl, create(lvl.engine_spec), seed=1), RandomAgent(seed=2),
-                    "mt=1")
+                    "mt=30")
     plans = [p.decision.info["plan"] for p in session.plies[0::2] if p.decision is not None]
     assert plans and all(plan["budget"] == "iterations" for plan in plans)
 

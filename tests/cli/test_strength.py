@@ -132,6 +132,11 @@ def test_the_ladder_chains_neighbour_matches_from_random(
     assert monotone and ", unbounded] | unbounded |" in rows[4] and rows[-1].endswith(
         "| unbounded |")
     results[3] = _ladder_result(5, 4, pentas[5])
+    # a file that is JSON with engines but no pentanomial counts: an error naming the field
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps({k: v for k, v in results[0].items() if k != "pentanomial"}))
+    assert main(["strength", "ladder", str(broken), *paths[1:]]) == 2
+    assert "'pentanomial'" in capsys.readouterr().err
     for bad, words in ((results[:-1], "no match for level(s) [7]"),
                        ([{**results[0], "engines": ["caligo:level=1", "caligo:level=2"]}],
                         "level 1 against 2: engine A must be the higher level"),
