@@ -18,7 +18,8 @@ root gadget's update (Fig. 10 lines 3-13): alternating updates.
    V(I) = sum_a x(a|I) u_cf(I, a) is added to u_cf(parent sequence of I); then the local PRM+
    update of predictive CFR+ (Farina, Kroer, Sandholm 2021): r = u_cf(I, .) - V(I),
    R <- max(R + r, 0), prediction m = r, next strategy proportional to [R + m]^+ (uniform if
-   that is 0): the one step of every CFR-family solver, `caligo.core.regret.regret_step`. The
+   that is 0): the one step of every CFR-family solver (`caligo.core.regret`: its
+   `fold_regret` and `regret_match`, fused into the loop that forms r). The
    conditional value q(I, a) = u_cf(I, a) / sum_{h in I} pi_{-i}(h) is exported for PUCT, and
    the support-stability counter of each action (C.8) is updated.
 
@@ -59,7 +60,7 @@ import numpy as np
 from numba import njit
 
 from caligo.core.game import CHANCE
-from caligo.core.regret import REGRET_PLUS, regret_step
+from caligo.core.regret import REGRET_PLUS, fold_regret, regret_match
 from caligo.search.arena import (
     EXPANDED,
     F_BLEND,
@@ -100,15 +101,22 @@ def _prm_plus(regret: np.ndarray, pred: np.ndarray, strat: np.ndarray, util: np.
     """One PRM+ step on slots lo .. lo+n-1 given utilities util[lo:lo+n]; returns the value.
 
     R <- max(R + r, 0), m <- r, x ∝ [R + m]^+ (uniform when that is zero), r = u - <x, u>:
-    the core's predictive CFR+ step (`caligo.core.regret.regret_step`), the prediction kept in
-    `pred`.
+    the core's predictive CFR+ step (`caligo.core.regret`'s `fold_regret` and `regret_match`,
+    as the core's fused sequence-form step calls them), the prediction kept in `pred`.
     """
     v = 0.0
     for a in range(lo, lo + n):
         v += strat[a] * util[a]
+    total = 0.0  # one pass: the instantaneous regret, its fold and the matching's sum
     for a in range(lo, lo + n):
-        pred[a] = util[a] - v
-    regret_step(regret, pred, strat, lo, n, REGRET_PLUS, 1.0, 1.0, True, True)
+        r_inst = util[a] - v
+        pred[a] = r_inst
+        r = fold_regret(regret[a] + r_inst, REGRET_PLUS, 1.0, 1.0)
+        regret[a] = r
+        q = r + r_inst
+        if q > 0.0:
+            total += q
+    regret_match(regret, pred, strat, lo, n, total, True)
     return v
 
 
