@@ -137,6 +137,8 @@ class Pace:
                 raise LimitsError(f"Pace.{name} must be a finite number > 0, got {value!r}")
         self.per = float(per)
         self.margin = float(margin)
+        self.samples = 0
+        """How many calls `record` has measured (0: `per` is still the first guess)."""
 
     def record(self, seconds: float, units: int) -> None:
         """`units` of work took `seconds`."""
@@ -144,6 +146,7 @@ class Pace:
             return
         sample = max(seconds / units, 1e-9)
         self.per = max(sample, 0.7 * self.per + 0.3 * sample)
+        self.samples += 1
 
     def units_by(self, deadline: Deadline) -> int:
         """How many units fit before `deadline`'s soft instant (0 once it passed)."""

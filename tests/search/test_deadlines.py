@@ -44,6 +44,17 @@ def _engine(schedule: Schedule, expansion: Expansion = Expansion.ONE_SIDED
     return eng
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _compiled() -> None:
+    """Each schedule run once, untimed: on a fresh checkout numba compiles the kernels at their
+    first call (seconds of CPU), which is start-up, not the loop whose deadline is tested."""
+    for schedule, expansion in ((Schedule.THREADED, Expansion.ONE_SIDED),
+                                (Schedule.DETERMINISTIC, Expansion.ONE_SIDED),
+                                (Schedule.DETERMINISTIC, Expansion.FULL)):
+        _engine(schedule, expansion).run(1, Limits(iterations=2, deadline=Deadline.within(
+            60.0, now=CPU)))
+
+
 def _timed(eng: GrowingTreeSearch, limits: Limits) -> float:
     t0 = CPU()
     eng.run(1, limits)
@@ -140,9 +151,10 @@ class _TickingEvaluator(PerfectInfoEvaluator):
 
 
 def test_an_expansion_stops_at_its_deadline() -> None:
-    """`Expander.expand(leaves, deadline)` evaluates the leaves one at a time until the soft
-    instant: the leaves evaluated by then are expanded (at least the first), the rest are
-    unclaimed, and `Pending.leaves` says which; without a deadline every leaf is."""
+    """`Expander.expand(leaves, deadline)` without a pace evaluates the leaves one at a time
+    until the soft instant: the leaves evaluated by then are expanded (at least the first),
+    the rest are unclaimed, and `Pending.leaves` says which; without a deadline every leaf
+    is."""
     eng = _engine(Schedule.DETERMINISTIC)
     a = eng.arena
     clock = Ticker()
@@ -169,6 +181,66 @@ def test_an_expansion_stops_at_its_deadline() -> None:
     one = ex.expand(rest, Deadline(0.0, 0.0, clock))
     assert one is not None and one.leaves.size == 1
 
+
+
+def test_an_expansion_sizes_its_evaluator_calls_by_the_pace() -> None:
+    """With a `Pace`, `Expander.expand` evaluates as many leaves in one call as fit before the
+    soft instant (the threaded expanders' case: one call per leaf cost the built-in evaluator
+    a quarter of its speed), at least the first leaf; a pace that is still its first guess
+    is measured on one leaf first."""
+    eng = _engine(Schedule.DETERMINISTIC)
+    a = eng.arena
+    clock = Ticker()
+    ev = _TickingEvaluator(load_game("leduc_poker"), clock)
+    calls: list[int] = []
+    base = ev.children
+
+    def counted(parents: np.ndarray, batch: object) -> np.ndarray:
+        calls.append(int(parents.size))
+        return base(parents, batch)
+
+    ev.children = counted  # type: ignore[method-assign]
+    ex = X.Expander(a, eng.game, ev, 1)
+
+    def next_leaves() -> np.ndarray:
+        while (todo := X.frontier(a)).size < 6:  # grow until several leaves wait
+            a.nodes.claim[todo] = 1
+            X.commit(a, ex.expand(todo), True)
+        a.nodes.claim[todo] = 1
+        clock.t = 0.0
+        calls.clear()
+        return todo
+
+    def measured(per: float) -> Pace:
+        pace = Pace(per, margin=1.0)
+        pace.record(per, 1)
+        return pace
+
+    # a far deadline at a measured pace: every leaf in one call
+    todo = next_leaves()
+    pending = ex.expand(todo, Deadline(10.0, 10.0, clock), measured(1e-3))
+    assert pending is not None and calls == [todo.size]
+    assert np.array_equal(pending.leaves, todo)
+    X.commit(a, pending, True)
+    # the same at a first guess: the first leaf alone measures the pace, then the rest
+    todo = next_leaves()
+    pending = ex.expand(todo, Deadline(10.0, 10.0, clock), Pace(1e-3))
+    assert pending is not None and calls == [1, todo.size - 1]
+    X.commit(a, pending, True)
+    # room for two leaves at the pace: the first call takes two, and the pace it measures (1 ms
+    # a child, several children a leaf) leaves no room for a second call
+    todo = next_leaves()
+    pace = measured(1e-3)
+    pending = ex.expand(todo, Deadline(2.5e-3, 2.5e-3, clock), pace)
+    assert pending is not None and calls == [2] and pending.leaves.size == 2
+    counts = np.diff(eng.game.expand(a.nodes.state[todo[:2]].astype(np.int64)).ptr)
+    assert pace.per == pytest.approx(1e-3 * counts.sum() / 2)
+    assert np.all(a.nodes.claim[todo[2:]] == 0)
+    X.commit(a, pending, True)
+    # already past: the first leaf alone
+    todo = next_leaves()
+    one = ex.expand(todo, Deadline(0.0, 0.0, clock), measured(1e-3))
+    assert one is not None and one.leaves.size == 1 and calls == [1]
 
 # --- the watchdog: `Watchdog.run_by` --------------------------------------------------------
 
