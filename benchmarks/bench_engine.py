@@ -52,8 +52,9 @@ def _load(name: str) -> Any:
     return module
 
 
-def decide(fen: str, options: str, seconds: float) -> dict[str, float]:
-    """One Obscuro decision at `fen` (the game's start) with `seconds` of move time."""
+def decide(fen: str, options: str, seconds: float) -> dict[str, float] | None:
+    """One Obscuro decision at `fen` (the game's start) with `seconds` of move time (None, and
+    a notice on stderr, when it was answered overdue)."""
     from caligo.agents.base import Clock, TcKind, TimeControl, legal_moves
     from caligo.agents.obscuro import ObscuroAgent
     from caligo.agents.registry import create
@@ -76,6 +77,10 @@ def decide(fen: str, options: str, seconds: float) -> dict[str, float]:
         agent.close()
     info = d.info
     t = info["time_ms"]
+    if "search_total" not in t:  # answered overdue: its work was still running
+        print(f"  overdue answer at {fen} ({options}, {seconds:g} s): {t.get('total')} ms; "
+              "left out of the rates", file=sys.stderr)
+        return None
     run_s = (t["search_total"] - t["construct"]) / 1000.0
     return {
         "run_s": run_s,
@@ -90,7 +95,9 @@ def decide(fen: str, options: str, seconds: float) -> dict[str, float]:
 
 def search_speed(fens: list[str], options: str, seconds: float) -> dict[str, float]:
     """Mean rates over one decision per position."""
-    rows = [decide(f, options, seconds) for f in fens]
+    rows = [r for f in fens if (r := decide(f, options, seconds)) is not None]
+    if not rows:
+        raise SystemExit(f"every decision with {options} was answered overdue")
     run = sum(r["run_s"] for r in rows)
     exp_s = sum(r["expand_s"] for r in rows)
     return {
@@ -125,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     sf = search_speed(fens, "eval=stockfish", secs)
     sf2 = search_speed(fens[:3], "eval=stockfish,expanders=2", secs)
     simple = search_speed(fens, "eval=simple", secs)
-    five = [decide(f, "eval=stockfish", 5.0)["nodes"] for f in (fens[:1] if short else fens[:3])]
+    five = [r["nodes"] for f in (fens[:1] if short else fens[:3])
+            if (r := decide(f, "eval=stockfish", 5.0)) is not None]
     nodes_5s = float(np.mean(five))
     out = {
         "sf_call_ms": r["sf_call_ms"],
