@@ -21,7 +21,8 @@ proportion to q_h, down the expanded tree:
   so two expanders never claim one leaf).
 
 `Expander.expand(leaves)` asks the game for all children of the claimed leaves in one call, the
-evaluator for all their values in one call, reserves rows, and `_append_kernel` writes them.
+evaluator for their values (in one call, or under a deadline in calls sized by the measured
+pace), reserves rows, and `_append_kernel` writes them.
 `_commit_kernel` (solver thread, between iterations) links them in: it interns the leaf's
 infoset, creating it when new with its first strategy on the best child by the heuristic (C.5),
 sets the children's sequences, and flags the leaf EXPANDED | NEW.
@@ -445,14 +446,6 @@ LEAF_PACE_S = 5e-3
 MultiPV call on a loaded machine."""
 
 
-def batch_slice(batch: ChildBatch, i: int, j: int) -> ChildBatch:
-    """The children of parents i .. j-1 of `batch` (ptr rebased to 0)."""
-    lo, hi = int(batch.ptr[i]), int(batch.ptr[j])
-    return ChildBatch(batch.ptr[i : j + 1] - lo, batch.state[lo:hi], batch.action[lo:hi],
-                      batch.player[lo:hi], batch.chance_prob[lo:hi], batch.obs[lo:hi],
-                      batch.utility[lo:hi])
-
-
 class ArenaFullError(SearchError):
     """The arena has no room for an expansion (raise only where that is not expected)."""
 
@@ -495,13 +488,10 @@ class Expander:
                pace: Pace | None = None) -> Pending | None:
         """Append all children of the claimed `leaves`; None (and unclaim) when out of room.
 
-        With a `deadline` the children are evaluated in calls sized by `pace` (seconds per
-        leaf, measured here): each call takes as many leaves as fit before the deadline's soft
-        instant (an evaluator call is the unit that cannot be stopped), at least the first
-        leaf (one leaf while the pace is still its first guess); without a pace, one leaf a
-        call until the instant. The leaves evaluated by then are expanded, the rest unclaimed;
-        `Pending.leaves` says which. (One leaf a call throughout cost the built-in evaluator a
-        quarter of its expansions per second.)"""
+        With a `deadline` the evaluator is called on as many leaves at a time as fit before its
+        soft instant at `pace` (seconds per leaf, measured here; one leaf a call without a
+        pace or while it is a first guess), at least the first; the rest are unclaimed and
+        `Pending.leaves` says which were expanded."""
         a = self.arena
         leaves = np.asarray(leaves, dtype=np.int32)
         if leaves.size == 0:
@@ -515,18 +505,16 @@ class Expander:
             values = np.empty(batch.state.shape[0], dtype=np.float64)
             k = 0
             while k < leaves.size:
-                if pace is None:
-                    m = 1 if k == 0 or not deadline.soft_passed() else 0
-                elif pace.samples == 0:  # a first guess: one leaf measures the pace
-                    m = 1 if k == 0 or pace.units_by(deadline) >= 1 else 0
-                else:
-                    m = min(leaves.size - k, pace.units_by(deadline))
-                    m = max(m, 1) if k == 0 else m
+                fit = (pace.units_by(deadline) if pace is not None
+                       else int(not deadline.soft_passed()))
+                if pace is None or pace.samples == 0:
+                    fit = min(fit, 1)  # one leaf a call until the pace is measured
+                m = max(min(fit, leaves.size - k), 1 if k == 0 else 0)
                 if m < 1:
                     break
                 j = k + m
                 lo, hi = int(batch.ptr[k]), int(batch.ptr[j])
-                part = batch if m == leaves.size else batch_slice(batch, k, j)
+                part = batch if m == leaves.size else batch.parents(k, j)
                 t0 = deadline.now()
                 got = np.asarray(self.evaluator.children(states[k:j], part))
                 if got.shape != (hi - lo,):
@@ -538,7 +526,7 @@ class Expander:
                 k = j
             if k < leaves.size:
                 a.nodes.claim[leaves[k:]] = 0
-                leaves, states, batch = leaves[:k], states[:k], batch_slice(batch, 0, k)
+                leaves, states, batch = leaves[:k], states[:k], batch.parents(0, k)
                 values = values[: int(batch.ptr[-1])]
         if values.shape != batch.state.shape:
             raise SearchError(f"evaluator returned {values.shape} values for "

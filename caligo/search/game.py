@@ -86,6 +86,13 @@ class ChildBatch:
     obs: np.ndarray
     utility: np.ndarray
 
+    def parents(self, i: int, j: int) -> ChildBatch:
+        """The children of parents i .. j-1 (ptr rebased to 0)."""
+        lo, hi = int(self.ptr[i]), int(self.ptr[j])
+        return ChildBatch(self.ptr[i : j + 1] - lo, self.state[lo:hi], self.action[lo:hi],
+                          self.player[lo:hi], self.chance_prob[lo:hi], self.obs[lo:hi],
+                          self.utility[lo:hi])
+
 
 @dataclass(frozen=True, eq=False)
 class StateInfo:
