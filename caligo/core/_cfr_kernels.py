@@ -300,6 +300,8 @@ def _plan_kernel(
     return OK
 
 
+# Long by design: traverse, fold and match in one pass over the player's infosets; split
+# into calls, each infoset's slots are walked twice (7% more instructions per iteration).
 @njit(cache=True, nogil=True)
 def _seqform_step_kernel(
     p: int,
