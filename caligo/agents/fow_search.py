@@ -311,6 +311,10 @@ REPAIR_ATTEMPTS = 3
 """Replays with fresh sampling salts before a lost P is given up (`FowBelief`)."""
 
 
+class _ReplayLate(Exception):
+    """A replay of P passed its deadline (`FowBelief._repair`)."""
+
+
 class FowBelief:
     """The search's `BeliefTracker` over `caligo.fow.BeliefSet` (module docstring).
 
@@ -423,10 +427,12 @@ class FowBelief:
         ply, on the opponent's time, so that a timed update does not pay its page faults."""
         self._scratch = None if self._set.partial else self._set.scratch()
 
-    def settle(self, deadline: Deadline | None = None, spread: bool | None = None) -> None:
+    def settle(self, deadline: Deadline | None = None, spread: bool | None = None,
+               repair_by: Deadline | None = None) -> None:
         """Apply the queued opponent-ply update, within `deadline` (P may stay `partial`);
-        `spread`: visit the parents in a spread order (default: when there is a deadline).
-        The queued observation is dropped only once its update succeeded."""
+        `spread`: visit the parents in a spread order (default: when there is a deadline);
+        `repair_by`: where a replay of a P that lost the truth must end (`_repair`). The
+        queued observation is dropped only once its update succeeded."""
         o = self._queued
         if o is None:
             return
@@ -435,7 +441,7 @@ class FowBelief:
             self._set = self._set.update_opponent_move(o, deadline, spread, scratch)
         except FowError as exc:
             self._queued = None
-            self._repair(exc)
+            self._repair(exc, repair_by)
             return
         self._queued = None
         self._checkpoint()
@@ -464,27 +470,33 @@ class FowBelief:
             self._base = self._set
             self._since = []
 
-    def _repair(self, exc: FowError) -> None:
+    def _repair(self, exc: FowError, by: Deadline | None = None) -> None:
         """The capped subsample lost every position consistent with an observation: replay
         the observations since the last exact P with fresh sampling salts; if no replay
-        survives, give P up (`lost`). The class docstring says why."""
+        survives, or `by` passes between two replayed plies, give P up (`lost`). The class
+        docstring says why."""
         log.warning("%s; replaying %d plies with new salts", exc, len(self._since))
         base = self._base
+        why = f"no subsample survived {REPAIR_ATTEMPTS} replays"
         for attempt in range(1, REPAIR_ATTEMPTS + 1):
             cfg = replace(base.config, seed=base.config.seed + 7919 * attempt)
             bel = replace(base, config=cfg)
             try:
                 for own, obs in self._since:
+                    if by is not None and by.passed():
+                        raise _ReplayLate
                     bel = (bel.update_opponent_move(obs) if own is None
                            else bel.update_own_move(own, obs))
             except FowError:
                 continue
+            except _ReplayLate:
+                why = f"the replays did not fit the move's time (attempt {attempt})"
+                break
             self._set = bel
             self._scratch = None
             self.repairs += 1
             return
-        log.error("P is lost (no subsample survived %d replays); playing without it",
-                  REPAIR_ATTEMPTS)
+        log.error("P is lost (%s); playing without it", why)
         self.lost = True
         self._queued = None
         self._scratch = None

@@ -382,7 +382,7 @@ class ObscuroAgent(AgentBase):
         assert self._belief is not None
         if not self._belief.queued:
             return
-        self._belief.settle(plan.belief_deadline, spread=plan.iterations is None)
+        self._belief.settle(plan.belief_deadline, plan.iterations is None, plan.repair_deadline)
 
     def force(self, move: int) -> None:
         """Play `move` at this turn instead of searching."""

@@ -227,6 +227,10 @@ def strength_clock(strength: TimeControl, clock: Clock, policy: TimingPolicy = W
 # --- one move's plan, and the timer ----------------------------------------------------------
 
 
+REPAIR_SHARE = 0.5
+"""The share of an iteration move's guard a replay of P may use (`MovePlan.repair_deadline`)."""
+
+
 @dataclass(frozen=True)
 class MovePlan:
     """One move's limits (`MoveTimer.plan`).
@@ -277,6 +281,17 @@ class MovePlan:
     def belief_deadline(self) -> Deadline | None:
         """Where the belief update of the opponent's ply must end."""
         return self.stage(self.belief_share)
+
+    @property
+    def repair_deadline(self) -> Deadline | None:
+        """Where a replay of P that lost the truth must end: under an iteration count with the
+        referee's guard, half of the guard from the move's start (the replay re-runs up to a
+        dozen capped updates, minutes in all, and the search must still answer in time);
+        None when timed (an overdue replay goes on after the watchdog's answer, and P is
+        kept) or without a guard."""
+        if self.iterations is None or self.deadline is None:
+            return None
+        return self.deadline.stage(self.start, REPAIR_SHARE)
 
     @property
     def construct_deadline(self) -> Deadline | None:

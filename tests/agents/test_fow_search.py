@@ -33,6 +33,7 @@ from caligo.fow.expand import Terminal, expand_reference, observation_key
 from caligo.fow.game import Game
 from caligo.fow.observation import observe
 from caligo.fow.position import W_STM, move_to_uci, to_fen, zobrist_key
+from caligo.limits import Deadline
 from caligo.search.agent import SearchAgent
 from caligo.search.config import Iterations, SearchConfig
 from caligo.search.game import TERMINAL, KeyMode
@@ -237,6 +238,44 @@ def test_belief_reports_its_memory_cap() -> None:
     assert bel.size() == 5 and not bel.exact
     assert FowBelief(game, 0).exact
 
+
+
+def _follow_until_repair(bel: FowBelief, seed: int, repair_by: Deadline | None) -> bool:
+    """Black's P over a random game (White random, Black random), each White ply settled
+    with `repair_by`, until P was repaired or lost; True when that happened."""
+    rng = random.Random(seed)
+    g = Game()
+    while not g.is_over() and g.ply < 80:
+        move = rng.choice(g.legal_moves())
+        g.push(move)
+        if g.ply % 2 == 1:  # White moved: Black's observation, settled as in a move
+            bel.update(observe(g.position, 1), None)
+            bel.settle(None, None, repair_by)
+        else:
+            bel.update(observe(g.position, 1), int(move))
+        if bel.lost or bel.repairs:
+            return True
+    return False
+
+
+def test_a_replay_of_p_stops_at_its_deadline(caplog: pytest.LogCaptureFixture) -> None:
+    """A capped P that lost the truth is replayed with new salts (up to a dozen capped
+    updates: over a minute at the 2,000,000-position cap, a fixed-iteration match's move
+    timeout); with `repair_by` past, the replay stops before its first ply and P is given up
+    with the reason named, where the same game without a deadline replays."""
+    game = FowSearchGame()
+    for seed in range(40):
+        free = FowBelief(game, 1, BeliefConfig(max_positions=2))
+        if not _follow_until_repair(free, seed, None):
+            continue
+        late = FowBelief(game, 1, BeliefConfig(max_positions=2))
+        with caplog.at_level("ERROR", logger="caligo.agents.fow_search"):
+            assert _follow_until_repair(late, seed, Deadline(0.0, 0.0, lambda: 1.0))
+        assert late.lost and late.repairs == 0
+        assert "did not fit the move's time (attempt 1)" in caplog.text
+        break
+    else:
+        pytest.fail("no game of 40 lost the truth from a 2-position P")
 
 def _roots_hold_the_truth(seed: int, seat: int, plies: int) -> int:
     """Play a SearchAgent (seat) against random moves; at each decision where P is exact and

@@ -328,7 +328,8 @@ class ZS21Agent(AgentBase):
         search, belief, game = self.search, self.belief, self.game
         assert search is not None and belief is not None and game is not None, "act before new_game"
         t0 = time.perf_counter()
-        belief.settle(plan.belief_deadline, spread=plan.iterations is None)
+        belief.settle(plan.belief_deadline, spread=plan.iterations is None,
+                      repair_by=plan.repair_deadline)
         belief_ms = 1000.0 * (time.perf_counter() - t0)
         if belief.lost:  # the capped subsample of P lost the truth and no replay found it
             move = emergency_move(self.history, self.color, legal, self._late_rng)
