@@ -445,6 +445,10 @@ LEAF_PACE_S = 5e-3
 """A leaf's expansion under a deadline before any is measured (`Pace`): about one Stockfish
 MultiPV call on a loaded machine."""
 
+BATCH_PACE_S = 1e-3
+"""Below this pace per leaf a timed expansion evaluates several leaves a call (the built-in
+evaluator); dearer leaves (a Stockfish call each) go one a call: batches of them overran."""
+
 
 class ArenaFullError(SearchError):
     """The arena has no room for an expansion (raise only where that is not expected)."""
@@ -490,8 +494,8 @@ class Expander:
 
         With a `deadline` the evaluator is called on as many leaves at a time as fit before its
         soft instant at `pace` (seconds per leaf, measured here; one leaf a call without a
-        pace or while it is a first guess), at least the first; the rest are unclaimed and
-        `Pending.leaves` says which were expanded."""
+        pace, at its first guess or above `BATCH_PACE_S`), at least the first; the rest are
+        unclaimed and `Pending.leaves` says which were expanded."""
         a = self.arena
         leaves = np.asarray(leaves, dtype=np.int32)
         if leaves.size == 0:
@@ -507,8 +511,8 @@ class Expander:
             while k < leaves.size:
                 fit = (pace.units_by(deadline) if pace is not None
                        else int(not deadline.soft_passed()))
-                if pace is None or pace.samples == 0:
-                    fit = min(fit, 1)  # one leaf a call until the pace is measured
+                if pace is None or pace.samples == 0 or pace.per > BATCH_PACE_S:
+                    fit = min(fit, 1)  # one leaf a call: an unmeasured or a dear pace
                 m = max(min(fit, leaves.size - k), 1 if k == 0 else 0)
                 if m < 1:
                     break

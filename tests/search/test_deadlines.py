@@ -144,9 +144,12 @@ class _TickingEvaluator(PerfectInfoEvaluator):
         super().__init__(tree)  # type: ignore[arg-type]
         self.clock = clock
 
+    cost = 1e-3
+    """Fake seconds per child."""
+
     def children(self, parents: np.ndarray, batch: object) -> np.ndarray:
         out = super().children(parents, batch)  # type: ignore[arg-type]
-        self.clock.t += 1e-3 * out.size
+        self.clock.t += self.cost * out.size
         return out
 
 
@@ -184,14 +187,16 @@ def test_an_expansion_stops_at_its_deadline() -> None:
 
 
 def test_an_expansion_sizes_its_evaluator_calls_by_the_pace() -> None:
-    """With a `Pace`, `Expander.expand` evaluates as many leaves in one call as fit before the
-    soft instant (the threaded expanders' case: one call per leaf cost the built-in evaluator
-    a quarter of its speed), at least the first leaf; a pace that is still its first guess
-    is measured on one leaf first."""
+    """With a `Pace` below `BATCH_PACE_S` per leaf (a cheap evaluator), `Expander.expand`
+    evaluates as many leaves in one call as fit before the soft instant (one call per leaf
+    cost the built-in evaluator a quarter of its speed), at least the first leaf; a pace that
+    is still its first guess is measured on one leaf first; a dear pace (a Stockfish call a
+    leaf) keeps one leaf a call."""
     eng = _engine(Schedule.DETERMINISTIC)
     a = eng.arena
     clock = Ticker()
     ev = _TickingEvaluator(load_game("leduc_poker"), clock)
+    ev.cost = 1e-5  # 10 fake microseconds a child
     calls: list[int] = []
     base = ev.children
 
@@ -216,30 +221,39 @@ def test_an_expansion_sizes_its_evaluator_calls_by_the_pace() -> None:
         pace.record(per, 1)
         return pace
 
-    # a far deadline at a measured pace: every leaf in one call
+    # a far deadline at a measured cheap pace: every leaf in one call
     todo = next_leaves()
-    pending = ex.expand(todo, Deadline(10.0, 10.0, clock), measured(1e-3))
+    pending = ex.expand(todo, Deadline(10.0, 10.0, clock), measured(1e-5))
     assert pending is not None and calls == [todo.size]
     assert np.array_equal(pending.leaves, todo)
     X.commit(a, pending, True)
-    # the same at a first guess: the first leaf alone measures the pace, then the rest
+    # the same at the first guess (5 ms a leaf): one leaf a call while the measured pace
+    # falls (slowly, as a Pace does) below BATCH_PACE_S, then the rest in one call
     todo = next_leaves()
-    pending = ex.expand(todo, Deadline(10.0, 10.0, clock), Pace(1e-3))
-    assert pending is not None and calls == [1, todo.size - 1]
+    pending = ex.expand(todo, Deadline(10.0, 10.0, clock), Pace(X.LEAF_PACE_S))
+    assert pending is not None and sum(calls) == todo.size
+    assert set(calls[:-1]) == {1} and calls[-1] > 1
     X.commit(a, pending, True)
-    # room for two leaves at the pace: the first call takes two, and the pace it measures (1 ms
-    # a child, several children a leaf) leaves no room for a second call
+    # a dear evaluator (1 ms a child, a few ms a leaf): one leaf a call, every leaf
     todo = next_leaves()
-    pace = measured(1e-3)
-    pending = ex.expand(todo, Deadline(2.5e-3, 2.5e-3, clock), pace)
+    ev.cost = 1e-3
+    pending = ex.expand(todo, Deadline(10.0, 10.0, clock), measured(2 * X.BATCH_PACE_S))
+    assert pending is not None and calls == [1] * todo.size
+    X.commit(a, pending, True)
+    ev.cost = 1e-5
+    # room for two leaves at the pace: the first call takes two, and the pace it measures
+    # (several children a leaf) leaves no room for a second call
+    todo = next_leaves()
+    pace = measured(1e-5)
+    pending = ex.expand(todo, Deadline(2.5e-5, 2.5e-5, clock), pace)
     assert pending is not None and calls == [2] and pending.leaves.size == 2
     counts = np.diff(eng.game.expand(a.nodes.state[todo[:2]].astype(np.int64)).ptr)
-    assert pace.per == pytest.approx(1e-3 * counts.sum() / 2)
+    assert pace.per == pytest.approx(1e-5 * counts.sum() / 2)
     assert np.all(a.nodes.claim[todo[2:]] == 0)
     X.commit(a, pending, True)
     # already past: the first leaf alone
     todo = next_leaves()
-    one = ex.expand(todo, Deadline(0.0, 0.0, clock), measured(1e-3))
+    one = ex.expand(todo, Deadline(0.0, 0.0, clock), measured(1e-5))
     assert one is not None and one.leaves.size == 1 and calls == [1]
 
 # --- the watchdog: `Watchdog.run_by` --------------------------------------------------------
