@@ -126,6 +126,12 @@ def test_own_budget_options() -> None:
     assert plan.iterations == 500 and plan.limits == Limits(500, plan.deadline)
     assert plan.deadline is not None and plan.deadline.soft == plan.deadline.hard == 100.0 + 9.98
     assert plan.belief_deadline is plan.deadline  # under a count, stages are not cut
+    # a replay of a lost P may use half of the guard (10 s - 20 ms of overhead), then P is
+    # given up; a timed move has no such bound (the watchdog answers it)
+    r = plan.repair_deadline
+    assert r is not None and r.hard == pytest.approx(100.0 + 0.5 * 9.98)
+    assert MoveTimer(OBSCURO, now=fake).plan(
+        Clock(TcKind.MOVETIME, movetime_ms=300)).repair_deadline is None
     # an own move time inside the game clock: the clock's optimum wins when it is smaller
     # (60000 - 300) / 60 x 0.6 = 597 < 1500
     assert plan_ms(OBSCURO, clock(60_000), TimeControl.parse("mt=1.5"))[0] == 577.0
