@@ -132,8 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     sf = search_speed(fens, "eval=stockfish", secs)
     sf2 = search_speed(fens[:3], "eval=stockfish,expanders=2", secs)
     simple = search_speed(fens, "eval=simple", secs)
-    five = [r["nodes"] for f in (fens[:1] if short else fens[:3])
-            if (r := decide(f, "eval=stockfish", 5.0)) is not None]
+    five = [row["nodes"] for f in (fens[:1] if short else fens[:3])
+            if (row := decide(f, "eval=stockfish", 5.0)) is not None]
     nodes_5s = float(np.mean(five))
     out = {
         "sf_call_ms": r["sf_call_ms"],
