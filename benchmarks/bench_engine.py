@@ -134,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     simple = search_speed(fens, "eval=simple", secs)
     five = [row["nodes"] for f in (fens[:1] if short else fens[:3])
             if (row := decide(f, "eval=stockfish", 5.0)) is not None]
+    if not five:
+        raise SystemExit("every 5 s decision was answered overdue")
     nodes_5s = float(np.mean(five))
     out = {
         "sf_call_ms": r["sf_call_ms"],
