@@ -43,7 +43,7 @@ from caligo.errors import CaligoError
 
 _log = logging.getLogger(__name__)
 
-__all__ = ["Deadline", "Limits", "LimitsError", "Overdue", "Pace", "Watchdog"]
+__all__ = ["PEAK_DECAY", "Deadline", "Limits", "LimitsError", "Overdue", "Pace", "Watchdog"]
 
 T = TypeVar("T")
 
@@ -125,6 +125,10 @@ class Deadline:
         return Deadline(soft, max(soft, hard), self.now)
 
 
+PEAK_DECAY = 0.998
+"""`Pace.peak`'s fall a sample: a dear sample is forgotten only after hundreds of cheap ones."""
+
+
 class Pace:
     """Seconds per unit of work (an evaluated position, say), measured as the work goes: it
     rises at once to a slower sample and falls slowly (a loaded machine's slow call is the one
@@ -139,6 +143,11 @@ class Pace:
         self.margin = float(margin)
         self.samples = 0
         """How many calls `record` has measured (0: `per` is still the first guess)."""
+        self.peak = 0.0
+        """The dearest recent sample per unit (0 before any): it rises at once and falls
+        `PEAK_DECAY` a sample, so a run of cheap units among dear ones (a Stockfish
+        evaluator's cache hits and decided positions between its engine calls) does not
+        make the work look cheap, as `per`, which follows the runs, does."""
 
     def record(self, seconds: float, units: int) -> None:
         """`units` of work took `seconds`."""
@@ -146,6 +155,7 @@ class Pace:
             return
         sample = max(seconds / units, 1e-9)
         self.per = max(sample, 0.7 * self.per + 0.3 * sample)
+        self.peak = max(sample, PEAK_DECAY * self.peak)
         self.samples += 1
 
     def units_by(self, deadline: Deadline) -> int:

@@ -251,13 +251,15 @@ def build_kluss(
     util_scale: float,
     deadline: Deadline | None = None,
     pace: Pace | None = None,
+    leaf_pace: Pace | None = None,
 ) -> BuildInfo:
     """Fig. 9 on the arena (module docstring). `old` is only read; `new` is overwritten.
 
     `deadline`: the sampled roots are evaluated in batches sized from `pace` (the caller's
     measured time per root, updated here) while they fit before its soft instant; the roots
     not evaluated by then are not added (at least one is when the carried tree has no node of
-    our infoset, so the searcher always has a decision).
+    our infoset, so the searcher always has a decision). Step 7 expands roots of our infoset
+    while they fit before the same instant at `leaf_pace` (seconds per expanded leaf).
     """
     searcher = old.searcher
     opp = 1 - searcher
@@ -383,7 +385,7 @@ def build_kluss(
                         carried_i, sampled, v_star, cur_key)
     # 7. roots in our infoset get their children (RootExpansion.INFOSET)
     if config.root_expansion is RootExpansion.INFOSET:
-        expand_infoset_roots(new, game, evaluator, cur_key, config)
+        expand_infoset_roots(new, game, evaluator, cur_key, config, deadline, leaf_pace)
     return info
 
 
@@ -393,14 +395,19 @@ rest is the search's."""
 
 
 def expand_infoset_roots(arena: Arena, game: SearchGame, evaluator: Evaluator, cur_key: int,
-                         config: SearchConfig) -> int:
+                         config: SearchConfig, deadline: Deadline | None = None,
+                         pace: Pace | None = None) -> int:
     """Expand the unexpanded non-terminal roots in the searcher's infoset `cur_key` (module
-    docstring, step 7); returns how many. One game and one evaluator call for all of them.
+    docstring, step 7); returns how many. One game call for all of them, and one evaluator
+    call without a `deadline`; with one, `Expander.expand`'s calls sized by `pace` (measured
+    there) while they fit before its soft instant, at least one root.
 
     When their children do not fit in `ROOT_EXPANSION_SHARE` of the arena's free rows (a
-    large P on a small budget's arena: 1,400 roots of 30 moves against 39,000 rows), the
-    roots the gadget's prior makes likeliest are expanded first, as many as fit, and the
-    rest stay leaves under the root floor; the search itself goes on either way."""
+    large P on a small budget's arena: 1,400 roots of 30 moves against 39,000 rows), or the
+    roots do not fit before the deadline at `pace` (1,400 roots at Stockfish's 0.8 ms each
+    took 1.4 s of a 1 s move), the roots the gadget's prior makes likeliest are expanded
+    first, as many as fit, and the rest stay leaves under the root floor; the search itself
+    goes on either way."""
     from caligo.search import expand as X
 
     nr = arena.n_roots
@@ -412,13 +419,18 @@ def expand_infoset_roots(arena: Arena, game: SearchGame, evaluator: Evaluator, c
         return 0
     counts = np.diff(game.expand(nd.state[todo].astype(np.int64)).ptr)
     room = ROOT_EXPANSION_SHARE * (arena.capacity.nodes - arena.n_nodes)
-    if int(counts.sum()) > room:
-        if arena.has_gadget:  # the prior of each root's opponent infoset J, likeliest first
-            m = arena.n_j
-            ptr = arena.roots.ptr[: m + 1].astype(np.int64)
-            prior = np.repeat(arena.roots.alpha[:m], np.diff(ptr))[todo]
-            by = np.argsort(-prior, kind="stable")
-            todo, counts = todo[by], counts[by]
+    over_room = int(counts.sum()) > room
+    if deadline is not None and pace is None:
+        pace = Pace(X.LEAF_PACE_S)
+    late = deadline is not None and pace is not None and pace.units_by(deadline) < todo.size
+    if (over_room or late) and arena.has_gadget:
+        # the prior of each root's opponent infoset J, likeliest first
+        m = arena.n_j
+        ptr = arena.roots.ptr[: m + 1].astype(np.int64)
+        prior = np.repeat(arena.roots.alpha[:m], np.diff(ptr))[todo]
+        by = np.argsort(-prior, kind="stable")
+        todo, counts = todo[by], counts[by]
+    if over_room:
         fits = int(np.searchsorted(np.cumsum(counts), room, side="right"))
         log.info("%d of the %d roots of our infoset fit in the arena's %d free rows; the "
                  "likeliest are expanded", fits, todo.size, arena.capacity.nodes - arena.n_nodes)
@@ -427,7 +439,7 @@ def expand_infoset_roots(arena: Arena, game: SearchGame, evaluator: Evaluator, c
             return 0
     nd.claim[todo] = 1
     ex = X.Expander(arena, game, evaluator, config.seed)
-    pending = ex.expand(todo)
+    pending = ex.expand(todo, deadline, pace)
     if pending is None:
         raise SearchError(f"arena capacity {arena.capacity.nodes} too small to expand the "
                           f"{todo.size} roots of our infoset")
@@ -435,6 +447,9 @@ def expand_infoset_roots(arena: Arena, game: SearchGame, evaluator: Evaluator, c
     if status != OK:
         raise SearchError("the game gave one infoset two action sets at the roots of our "
                           "infoset (perfect recall broken)")
-    return int(todo.size)
+    if pending.leaves.size < todo.size:
+        log.info("%d of the %d roots of our infoset were expanded before the construction's "
+                 "deadline; the likeliest first", pending.leaves.size, todo.size)
+    return int(pending.leaves.size)
 
 

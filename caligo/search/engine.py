@@ -153,7 +153,7 @@ class GrowingTreeSearch:
             new = self.arena
         info = C.build_kluss(old, new, self.game, belief, self.evaluator, int(cur_key),
                              self.config, v_prev, rng, self.util_scale, deadline,
-                             self.root_pace)
+                             self.root_pace, self.leaf_pace)
         if self.started:
             self._spare = old
         self.arena = new

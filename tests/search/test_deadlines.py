@@ -255,6 +255,18 @@ def test_an_expansion_sizes_its_evaluator_calls_by_the_pace() -> None:
     todo = next_leaves()
     one = ex.expand(todo, Deadline(0.0, 0.0, clock), measured(1e-5))
     assert one is not None and one.leaves.size == 1 and calls == [1]
+    X.commit(a, one, True)
+    # mixed costs, as a Stockfish evaluator's: one engine call (2.4 ms a leaf), then a run
+    # of cache hits (10 us): the pace follows the run below BATCH_PACE_S, but the peak keeps
+    # the dear leaf, so the leaves still go one a call (a batch sized by the pace overran a
+    # construction's deadline by 290 ms at mt=1)
+    todo = next_leaves()
+    pace = measured(2.4e-3)
+    for _ in range(20):
+        pace.record(1e-5, 1)
+    assert pace.per < X.BATCH_PACE_S < pace.peak
+    pending = ex.expand(todo, Deadline(10.0, 10.0, clock), pace)
+    assert pending is not None and calls == [1] * todo.size
 
 # --- the watchdog: `Watchdog.run_by` --------------------------------------------------------
 

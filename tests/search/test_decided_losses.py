@@ -27,8 +27,10 @@ import pytest
 from caligo.core.builtin_games import TableGame
 from caligo.core.game import CHANCE, TERMINAL
 from caligo.core.tree import GameTree, build_tree
+from caligo.limits import Deadline, Pace
 from caligo.search.arena import EXPANDED, check_invariants
 from caligo.search.config import Iterations, RootExpansion, SearchConfig
+from caligo.search.construct import expand_infoset_roots
 from caligo.search.engine import GrowingTreeSearch
 from caligo.search.evaluators import PerfectInfoEvaluator
 from caligo.search.game import TreeGame
@@ -235,3 +237,62 @@ def test_roots_that_do_not_fit_are_expanded_likeliest_first() -> None:
     assert prior[expanded].min() >= prior[~expanded].max()
     eng.ensure_infoset(key)
     eng.run(1)  # and the search goes on
+
+
+class TickClock:
+    """A fake clock that advances `tick` seconds at every reading (work costs time)."""
+
+    def __init__(self, tick: float) -> None:
+        self.t = 0.0
+        self.tick = tick
+
+    def __call__(self) -> float:
+        self.t += self.tick
+        return self.t
+
+
+def test_roots_that_do_not_fit_before_the_deadline_are_expanded_likeliest_first() -> None:
+    """The same game's roots (256 of the 301 positions are sampled), with room for all of
+    them but not the time: at mt=1 Stockfish's
+    0.8 ms a root made 1,400 roots take 1.4 s, past the move's answer instant, which the
+    construction did not look at. Under a deadline the roots are expanded while they fit
+    before its soft instant at the measured pace, likeliest first, the rest stay leaves, and
+    the search runs; without one (or with time for all), every root is expanded, as before.
+    The clock is fake: each reading costs 1 ms, and the pace says 1 ms a root."""
+    tree = build_tree(fog_game(0.01, 0.1, 300))
+    g = int(tree.infosets_of(0)[0])
+    a_node = int(np.flatnonzero(tree.infoset == g)[0])
+    bel, key = belief_at(tree, g)
+    counts = {}
+    for label, soft in (("late", 0.06), ("in time", 60.0), ("none", None)):
+        cfg = SearchConfig(budget=Iterations(20), expansions=5, seed=1,  # type: ignore[arg-type]
+                           root_floor=0.05, root_expansion=RootExpansion.NONE)
+        eng = GrowingTreeSearch(TreeGame(tree), PerfectInfoEvaluator(tree), cfg, 0,
+                                capacity=20_000)
+        eng.start(a_node)
+        eng.run(1)
+        eng.reroot(bel, key, np.random.default_rng(1), eng.value_of(key))
+        arena = eng.arena
+        nr, nd = arena.n_roots, arena.nodes
+        ours = np.flatnonzero((nd.player[:nr] == 0) & (nd.key[:nr, 0] == np.uint64(key)))
+        assert ours.size == 256  # the configuration's min_roots
+        clock = TickClock(1e-3)
+        deadline = None if soft is None else Deadline(soft, soft, clock)
+        pace = Pace(1e-3)
+        pace.record(1e-3, 1)  # measured: 1 ms a root
+        todo = ours[(nd.flags[ours] & EXPANDED) == 0]  # A was grown by the first search
+        done = expand_infoset_roots(arena, eng.game, eng.evaluator, key, cfg, deadline, pace)
+        check_invariants(arena)
+        expanded = (nd.flags[todo] & EXPANDED) != 0
+        assert done == int(expanded.sum())
+        counts[label] = done
+        if label == "late":
+            assert 0 < done < todo.size  # some fit, not all
+            m = arena.n_j
+            ptr = arena.roots.ptr[: m + 1].astype(np.int64)
+            prior = np.repeat(arena.roots.alpha[:m], np.diff(ptr))[todo]
+            assert prior[expanded].min() >= prior[~expanded].max()
+            assert not nd.claim[todo].any()  # the roots left over are free for the search
+        eng.ensure_infoset(key)
+        eng.run(1)  # and the search goes on
+    assert counts["in time"] == counts["none"] == 255
