@@ -73,6 +73,7 @@ from caligo.errors import CaligoError
 from caligo.limits import Deadline, Limits
 
 __all__ = [
+    "ITERATION_GUARD_MS",
     "OBSCURO",
     "STOCKFISH_PI",
     "UNTIMED",
@@ -208,13 +209,22 @@ WEB = TimingPolicy(game_moves=30, min_moves_left=30, phase=False, reserve_ms=0.0
 plus 80% of the increment, at least 50 ms."""
 
 
+ITERATION_GUARD_MS = 60_000
+"""The longest an iteration strength's move may take (`strength_clock`) when the referee allows
+longer or sets no limit (an untimed web game, a GUI's `go` without a deadline): the match
+runner's move timeout. It bounds what a count does not: the belief update of a P past its cap,
+and a replay of P (`MovePlan.repair_deadline`, half of it)."""
+
+
 def strength_clock(strength: TimeControl, clock: Clock, policy: TimingPolicy = WEB) -> Clock:
     """The `Clock` an engine of a given strength is asked with inside the game's `clock` (the
-    web app): an iteration strength as it is; a move-time strength capped at the clock's
-    optimum (so the engine never flags at any strength); the referee's deadline kept."""
+    web app, the strength ladder): an iteration strength as it is, with the referee's deadline
+    as its guard but never longer than `ITERATION_GUARD_MS`; a move-time strength capped at
+    the clock's optimum (so the engine never flags at any strength), the deadline kept."""
     if strength.kind is TcKind.ITERATIONS:
-        return Clock(TcKind.ITERATIONS, iterations=strength.iterations,
-                     deadline_ms=clock.deadline_ms)
+        guard = (ITERATION_GUARD_MS if clock.deadline_ms is None
+                 else min(clock.deadline_ms, ITERATION_GUARD_MS))
+        return Clock(TcKind.ITERATIONS, iterations=strength.iterations, deadline_ms=guard)
     movetime = float(strength.movetime_ms if strength.kind is TcKind.MOVETIME
                      else policy.untimed_ms)
     if clock.kind is TcKind.CLOCK and clock.remaining_ms is not None:

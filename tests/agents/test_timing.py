@@ -222,6 +222,22 @@ def test_strength_clock_for_the_web() -> None:
     assert (it.kind, it.iterations, it.deadline_ms) == (TcKind.ITERATIONS, 4000, 30_000)
 
 
+@pytest.mark.parametrize("referee", [None, 7 * 24 * 3600 * 1000])
+def test_an_iteration_strength_always_has_a_guard(referee: int | None) -> None:
+    """With no referee deadline (a GUI's bare `go`) or a longer one (the web page's untimed
+    game gives a human days), an iteration strength is still asked within
+    `ITERATION_GUARD_MS`, so the belief update and a replay of P are bounded, the replay by
+    half of it (P past its cap took up to 24 s of belief update in the ladder's matches; with
+    no guard nothing bounded it)."""
+    it = strength_clock(TimeControl.parse("iters=100"), Clock(TcKind.NONE, deadline_ms=referee))
+    assert (it.kind, it.iterations, it.deadline_ms) == (TcKind.ITERATIONS, 100, 60_000)
+    fake = Fake()
+    plan = MoveTimer(OBSCURO, now=fake).plan(it)
+    assert plan.iterations == 100 and plan.deadline is not None
+    r = plan.repair_deadline
+    assert r is not None and r.hard == pytest.approx(100.0 + 0.5 * (60.0 - 0.02))
+
+
 @pytest.mark.parametrize("text", ["mt=inf", "mt=1e400", "movetime=infinity", "mt=nan",
                                   "mt=-1", "inf+2", "1e9+0", "iters=99999999999999", "iters=-3",
                                   "iters=1e3", "3+nan", "mt=" + "9" * 400])
