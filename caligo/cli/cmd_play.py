@@ -39,6 +39,7 @@ def _version() -> str:
 
 def _match(args: argparse.Namespace) -> int:
     from caligo.agents.base import TimeControl
+    from caligo.play.continuation import read_prior
     from caligo.play.errors import PlayError
     from caligo.play.match import (
         Backend,
@@ -85,7 +86,10 @@ def _match(args: argparse.Namespace) -> int:
             print(line, flush=True)
 
     try:
-        result = run_match(config, outputs, on_pair=progress)
+        if args.from_pair is not None and not args.continue_:
+            raise PlayError("--from-pair goes with --continue FILE")
+        prior = read_prior(Path(args.continue_), config, args.from_pair) if args.continue_ else None
+        result = run_match(config, outputs, on_pair=progress, prior=prior)
     except PlayError as exc:
         print(f"caligo: error: {exc}", file=sys.stderr)
         return 2
@@ -135,7 +139,8 @@ examples:
   caligo match --engine random --engine random --rounds 100
   caligo match --engine obscuro:budget=iters=400 --engine zs21 --rounds 50 --tc none --db m.db
   caligo match --engine obscuro --engine stockfish-pi --tc 60+0.6 --sprt elo0=0,elo1=10
-  caligo match --engine obscuro --engine obscuro --tc mt=2 --tc mt=1 --pgn scale.pgn   time odds"""
+  caligo match --engine obscuro --engine obscuro --tc mt=2 --tc mt=1 --pgn scale.pgn   time odds
+  caligo match ...the same options... --continue r.json --json r2.json   counts from r.json"""
 
 
 def register(sub: Any) -> None:
@@ -170,6 +175,16 @@ def register(sub: Any) -> None:
     m.add_argument("--pgn", help="write the games here (transcripts beside it, .transcripts.jsonl)")
     m.add_argument("--db", help="SQLite file: store games, resume the match from it")
     m.add_argument("--json", help="write the match result as JSON here")
+    m.add_argument(
+        "--continue", dest="continue_", metavar="FILE",
+        help="start from the counts of FILE, an earlier --json result of this same match "
+        "(when its --db is gone); its pairs are not played again",
+    )
+    m.add_argument(
+        "--from-pair", type=int, metavar="N",
+        help="with --continue: the first pair number to play (needed when FILE does not list "
+        "its pairs: files written before they were recorded)",
+    )
     m.add_argument(
         "--openings", help="PGN (forced opening plies) or EPD/FEN file of start positions"
     )

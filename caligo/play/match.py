@@ -319,6 +319,12 @@ class MatchResult:
     resumed_pairs: int
     elapsed_s: float
     plies: int = 0
+    pair_numbers: tuple[int, ...] = ()
+    """The 1-based numbers of the pairs counted, so that a continuation (`caligo.play.
+    continuation`) plays none of them again."""
+    unlisted_below: int = 0
+    """When a continued file did not list its pairs: the number all of them lie below (the
+    counts hold more pairs than `pair_numbers`); 0 otherwise."""
 
     @property
     def games_per_s(self) -> float:
@@ -348,6 +354,9 @@ class MatchResult:
             "games_per_s": self.games_per_s,
             "plies": self.plies,
         }
+        out["pair_numbers"] = list(self.pair_numbers)
+        if self.unlisted_below:
+            out["unlisted_below"] = self.unlisted_below
         if self.elo is not None:
             e = self.elo
             out["score"] = e.score

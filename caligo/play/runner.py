@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import IO
 
 from caligo.play.backends import make_backend
+from caligo.play.continuation import Prior
 from caligo.play.errors import PlayError
 from caligo.play.match import MatchConfig, MatchResult, Outputs, PairResult, _white_score
 from caligo.play.stats import (
@@ -114,20 +115,26 @@ def run_match(
     config: MatchConfig,
     outputs: Outputs | None = None,
     on_pair: Callable[[str], None] | None = None,
+    prior: Prior | None = None,
 ) -> MatchResult:
     """Play a match to its end (all rounds, or an SPRT decision); return the result.
 
-    `on_pair(line)` receives a progress line after every finished pair.
+    `on_pair(line)` receives a progress line after every finished pair. `prior`: counts of an
+    earlier run of this match (`caligo.play.continuation`): they start the tally, and its pairs
+    are not played again.
     """
 
     outputs = outputs or Outputs()
     start = time.perf_counter()
     store = GameStore(outputs.db) if outputs.db is not None else None
+    prior = prior or Prior()
     done = _resume(store, config) if store is not None else {}
+    done = {k: rows for k, rows in done.items() if prior.playable(k)}
     if done:
         log.info("match %s: %d finished pairs found in %s", config.match_id, len(done), outputs.db)
-    tally = Tally()
-    terminations: dict[str, int] = {}
+    tally = prior.tally
+    terminations: dict[str, int] = dict(prior.terminations)
+    counted = set(prior.counted) | set(done)
     for k in sorted(done):
         r1, r2 = done[k]
         w1, w2 = _white_score(r1.result), _white_score(r2.result)
@@ -135,7 +142,7 @@ def run_match(
         for row in (r1, r2):
             terminations[row.termination] = terminations.get(row.termination, 0) + 1
     sprt_result = sprt(tally.penta, config.sprt) if config.sprt and tally.pairs else None
-    todo = [k for k in range(config.rounds) if k not in done]
+    todo = [k for k in range(config.rounds) if k not in done and prior.playable(k)]
     stopped = sprt_result is not None and sprt_result.decision is not SprtDecision.CONTINUE
     names = (config.engines[0].name, config.engines[1].name)
     plies = 0
@@ -159,6 +166,7 @@ def run_match(
                 queue.append(spec.index)
                 continue
             sinks.write(config.match_id, outcome)
+            counted.add(spec.index)
             g1, g2 = outcome.games
             tally = tally.add_pair(g1.a_score, g2.a_score, g1.white_score, g2.white_score)
             for g in outcome.games:
@@ -194,9 +202,11 @@ def run_match(
         binomial_p=binomial_p(tally.wins, tally.losses),
         terminations=tuple(sorted(terminations.items())),
         stopped_early=stopped,
-        resumed_pairs=len(done),
+        resumed_pairs=len(done) + prior.pairs,
         elapsed_s=time.perf_counter() - start,
         plies=plies,
+        pair_numbers=tuple(k + 1 for k in sorted(counted)),
+        unlisted_below=prior.first_new + 1 if prior.unlisted else 0,
     )
     if store is not None:
         store.finish_match(config.match_id, result.to_dict())

@@ -1,0 +1,136 @@
+"""Continuing a match from its `--json` result when its database is gone
+(`caligo.play.continuation`, `caligo match --continue FILE`).
+
+Expected values: an uninterrupted run of the same match (pairs are reproducible from the match
+seed and their number, `MatchConfig.pair`), so a continued match must end with exactly its
+counts, LLR and SPRT decision; the SPRT's LLR is a function of the pentanomial counts alone
+(fishtest's GSPRT, `caligo.play.stats.sprt`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from caligo.cli import main
+from caligo.play.continuation import read_prior
+from caligo.play.errors import MatchConfigError
+from caligo.play.match import MatchConfig, Outputs, engine_configs
+from caligo.play.runner import run_match
+from caligo.play.stats import SprtConfig
+from tests.play.test_match import config
+
+
+def test_a_continued_match_ends_as_one_run(tmp_path: Path) -> None:
+    """Three pairs with a JSON and no database, continued to six: the counts of the six
+    pairs of one run, the pairs 1 to 3 not played again (three progress lines), every pair
+    listed."""
+    first = tmp_path / "first.json"
+    run_match(config(3), Outputs(json=first))
+    lines: list[str] = []
+    prior = read_prior(first, config(6))
+    assert prior.pairs == 3 and prior.counted == {0, 1, 2} and prior.first_new == 0
+    second = tmp_path / "second.json"
+    continued = run_match(config(6), Outputs(json=second), on_pair=lines.append, prior=prior)
+    whole = run_match(config(6))
+    assert continued.tally == whole.tally and continued.resumed_pairs == 3
+    assert len(lines) == 3 and lines[0].startswith("pair 4/6")
+    data = json.loads(second.read_text())
+    assert data["pair_numbers"] == [1, 2, 3, 4, 5, 6] and "unlisted_below" not in data
+    assert dict(continued.terminations) == dict(whole.terminations)
+
+
+def test_an_sprt_continues_to_the_same_decision(tmp_path: Path) -> None:
+    """An SPRT stopped after 4 pairs and continued from its file stops at the same pair with
+    the same LLR as the run that was never stopped."""
+    engines = engine_configs(["test-kingtaker", "random"], [])
+    cfg = MatchConfig(engines, rounds=400, sprt=SprtConfig(0, 100))
+    whole = run_match(cfg)
+    assert whole.sprt is not None and whole.tally.pairs > 4
+    part = tmp_path / "part.json"
+    run_match(MatchConfig(engines, rounds=4, sprt=SprtConfig(0, 100)), Outputs(json=part))
+    continued = run_match(cfg, prior=read_prior(part, cfg))
+    assert continued.sprt is not None
+    assert continued.tally == whole.tally
+    assert continued.sprt.decision is whole.sprt.decision
+    assert continued.sprt.llr == pytest.approx(whole.sprt.llr, abs=1e-12)
+
+
+def test_a_file_without_its_pairs_needs_a_first_pair(tmp_path: Path) -> None:
+    """A file written before pairs were listed (as docs/strength's older results): refused
+    without --from-pair, refused at a number its pairs may reach, and continued from a
+    number above them; the new file lists its own pairs and says where the others end."""
+    old = tmp_path / "old.json"
+    run_match(config(3), Outputs(json=old))
+    data = json.loads(old.read_text())
+    del data["pair_numbers"]
+    old.write_text(json.dumps(data))
+    with pytest.raises(MatchConfigError, match="does not list its pairs"):
+        read_prior(old, config(8))
+    with pytest.raises(MatchConfigError, match="--from-pair 3"):
+        read_prior(old, config(8), from_pair=3)
+    prior = read_prior(old, config(8), from_pair=6)
+    assert prior.unlisted == 3 and prior.first_new == 5
+    new = tmp_path / "new.json"
+    result = run_match(config(8), Outputs(json=new), prior=prior)
+    assert result.tally.pairs == 6 and result.resumed_pairs == 3  # pairs 6, 7 and 8 played
+    out = json.loads(new.read_text())
+    assert out["pair_numbers"] == [6, 7, 8] and out["unlisted_below"] == 6
+    # and that file continues without --from-pair: its unlisted pairs lie below 6
+    again = read_prior(new, config(9))
+    assert again.counted == {5, 6, 7} and again.first_new == 5 and again.unlisted == 3
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda d: d.update(match_id="m-000000000000"), "is the result of match"),
+    (lambda d: d.update(pentanomial=[0, 0, 1, 0, 0]), "do not agree"),
+    (lambda d: d.update(wins=-1), "'wins' must be a count"),
+    (lambda d: d.update(pentanomial="[1,2]"), "five counts"),
+    (lambda d: d.update(white_share=float("nan")), "white_share"),
+    (lambda d: d.update(terminations=["king capture"]), "terminations"),
+    (lambda d: d.update(pair_numbers=[1, 1, 2]), "pair_numbers"),
+    (lambda d: d.update(pair_numbers=[1, 2, True]), "pair_numbers"),
+    (lambda d: d.update(unlisted_below=-4), "unlisted_below"),
+    (lambda d: d.update(sprt={"config": "elo0=0,elo1=5,alpha=0.05,beta=0.05,model=logistic"}),
+     "cannot change"),
+])
+def test_a_result_file_that_does_not_fit_is_refused(tmp_path: Path, edit, message: str) -> None:
+    """Every field the counts come from is checked, and the error names the file."""
+    good = tmp_path / "good.json"
+    run_match(config(3), Outputs(json=good))
+    data = json.loads(good.read_text())
+    edit(data)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    cfg = MatchConfig(config(3).engines, 3, sprt=SprtConfig(0, 30))
+    with pytest.raises(MatchConfigError, match=message) as info:
+        read_prior(bad, cfg)
+    assert str(bad) in str(info.value) or "--from-pair" in str(info.value)
+
+
+@pytest.mark.parametrize("content", [b"", b"[1, 2]", b"{" * 100_000, b"x" * (2 << 20)])
+def test_malformed_files_are_refused_by_name(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "r.json"
+    path.write_bytes(content)
+    with pytest.raises(MatchConfigError, match="r.json"):
+        read_prior(path, config(3))
+    with pytest.raises(MatchConfigError, match="cannot read"):
+        read_prior(tmp_path / "missing.json", config(3))
+
+
+def test_the_command_line_continues_and_refuses(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """`caligo match --continue`: the counts carry on; a bad file is an error reply (exit 2)
+    that names it; --from-pair alone is refused."""
+    base = ["match", "--engine", "random", "--engine", "random:seed=1", "--quiet"]
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    assert main([*base, "--rounds", "2", "--json", str(first)]) == 0
+    assert main([*base, "--rounds", "4", "--continue", str(first), "--json", str(second)]) == 0
+    assert json.loads(second.read_text())["pair_numbers"] == [1, 2, 3, 4]
+    assert "2 resumed" in capsys.readouterr().out
+    assert main([*base, "--rounds", "4", "--continue", str(tmp_path / "none.json")]) == 2
+    assert "none.json" in capsys.readouterr().err
+    assert main([*base, "--rounds", "4", "--from-pair", "3"]) == 2
+    assert "--continue" in capsys.readouterr().err
