@@ -140,7 +140,7 @@ examples:
   caligo match --engine obscuro:budget=iters=400 --engine zs21 --rounds 50 --tc none --db m.db
   caligo match --engine obscuro --engine stockfish-pi --tc 60+0.6 --sprt elo0=0,elo1=10
   caligo match --engine obscuro --engine obscuro --tc mt=2 --tc mt=1 --pgn scale.pgn   time odds
-  caligo match ...the same options... --continue r.json --json r2.json   counts from r.json"""
+  caligo match --engine obscuro --engine zs21 --rounds 50 --continue r.json --json r2.json"""
 
 
 def register(sub: Any) -> None:

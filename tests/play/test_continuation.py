@@ -10,7 +10,9 @@ counts, LLR and SPRT decision; the SPRT's LLR is a function of the pentanomial c
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -96,7 +98,8 @@ def test_a_file_without_its_pairs_needs_a_first_pair(tmp_path: Path) -> None:
     (lambda d: d.update(sprt={"config": "elo0=0,elo1=5,alpha=0.05,beta=0.05,model=logistic"}),
      "cannot change"),
 ])
-def test_a_result_file_that_does_not_fit_is_refused(tmp_path: Path, edit, message: str) -> None:
+def test_a_result_file_that_does_not_fit_is_refused(
+        tmp_path: Path, edit: Callable[[dict[str, Any]], None], message: str) -> None:
     """Every field the counts come from is checked, and the error names the file."""
     good = tmp_path / "good.json"
     run_match(config(3), Outputs(json=good))
@@ -114,7 +117,7 @@ def test_a_result_file_that_does_not_fit_is_refused(tmp_path: Path, edit, messag
 def test_malformed_files_are_refused_by_name(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "r.json"
     path.write_bytes(content)
-    with pytest.raises(MatchConfigError, match="r.json"):
+    with pytest.raises(MatchConfigError, match=r"r\.json"):
         read_prior(path, config(3))
     with pytest.raises(MatchConfigError, match="cannot read"):
         read_prior(tmp_path / "missing.json", config(3))
