@@ -446,11 +446,9 @@ LEAF_PACE_S = 5e-3
 MultiPV call on a loaded machine."""
 
 BATCH_PACE_S = 2e-4
-"""While no recent leaf cost more than this (`Pace.peak`), a timed expansion evaluates several
-leaves a call (the built-in evaluator, ~0.03 ms); dearer ones (Stockfish, ~0.8 ms) go one a
-call: batches of them overran. The test is on the peak, not the pace: a run of Stockfish's
-cache hits pulled the pace under this line, and a batch of 1,500 leaves then ran 290 ms past
-the construction's deadline."""
+"""While no recent leaf cost more than this (`Pace.peak`, not the pace, which Stockfish's
+cache hits pull under it), a timed expansion evaluates several leaves a call (the built-in
+evaluator, ~0.03 ms); dearer ones (Stockfish, ~0.8 ms) go one a call: batches overran."""
 
 
 class ArenaFullError(SearchError):
@@ -497,9 +495,8 @@ class Expander:
 
         With a `deadline` the evaluator is called on as many leaves at a time as fit before its
         soft instant at `pace` (seconds per leaf, measured here; one leaf a call without a
-        pace, at its first guess, or once a leaf dearer than `BATCH_PACE_S` was seen recently:
-        `Pace.peak`), at least the first; the rest are
-        unclaimed and `Pending.leaves` says which were expanded."""
+        pace, at its first guess, or after a recent leaf above `BATCH_PACE_S`: `Pace.peak`),
+        at least the first; the rest are unclaimed and `Pending.leaves` says which were."""
         a = self.arena
         leaves = np.asarray(leaves, dtype=np.int32)
         if leaves.size == 0:
