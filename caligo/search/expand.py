@@ -446,9 +446,8 @@ LEAF_PACE_S = 5e-3
 MultiPV call on a loaded machine."""
 
 BATCH_PACE_S = 2e-4
-"""While no recent leaf cost more than this (`Pace.peak`, not the pace, which Stockfish's
-cache hits pull under it), a timed expansion evaluates several leaves a call (the built-in
-evaluator, ~0.03 ms); dearer ones (Stockfish, ~0.8 ms) go one a call: batches overran."""
+"""While no recent leaf cost more (`Pace.peak`: Stockfish's cache hits pull the pace under
+it), a timed expansion batches leaves (built-in evaluator); else one a call (Stockfish)."""
 
 
 class ArenaFullError(SearchError):
