@@ -279,12 +279,12 @@ class MovePlan:
 
     def stage(self, share: float) -> Deadline | None:
         """The deadline of the first `share` of the move (from its start); None without one.
-        Under an iteration count only the referee's guard applies (the stage is not cut)."""
+        Under an iteration count the share is of the referee's guard: a stage that reaches it
+        (a belief update of a P at its cap grew from 6 to 50 s over four moves at 100
+        iterations, then took the whole 60 s guard and the move) leaves the rest their time."""
         d = self.deadline
         if d is None:
             return None
-        if self.iterations is not None:
-            return d
         return d.stage(self.start, share)
 
     @property

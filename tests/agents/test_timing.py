@@ -125,7 +125,9 @@ def test_own_budget_options() -> None:
     # an own iteration count replaces the referee's budget; its deadline is only a guard
     assert plan.iterations == 500 and plan.limits == Limits(500, plan.deadline)
     assert plan.deadline is not None and plan.deadline.soft == plan.deadline.hard == 100.0 + 9.98
-    assert plan.belief_deadline is plan.deadline  # under a count, stages are not cut
+    # under a count, a stage is its share of the guard (the belief update's 40%)
+    bd = plan.belief_deadline
+    assert bd is not None and bd.hard == pytest.approx(100.0 + 0.4 * 9.98)
     # a replay of a lost P may use half of the guard (10 s - 20 ms of overhead), then P is
     # given up; a timed move has no such bound (the watchdog answers it)
     r = plan.repair_deadline
