@@ -21,7 +21,8 @@ move), the own-move count (the game's phase) and the learned move overhead.
 
 The rule (times in ms; `overhead` = the policy's `overhead_ms` plus the learned tail):
 
-- iterations N: the count; the referee's deadline, if any, only as a hang guard.
+- iterations N: the count; the referee's deadline, if any, only as a hang guard (each stage
+  within its share of it: `MovePlan.stage`).
 - move time T: optimum = T (1 - safety_share) - overhead, maximum = T - overhead.
 - clock R + I: usable = R - reserve; moves_left = max(min_moves_left, game_moves - own_moves);
   optimum = (usable / moves_left + inc_share I) x phase(own_moves) (more in the middle game,
