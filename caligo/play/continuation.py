@@ -56,10 +56,15 @@ class Prior:
         return k >= self.first_new and k not in self.counted
 
 
+MAX_COUNT = 10**9
+"""No match has more games than this; a larger count is not one (and would overflow floats)."""
+
+
 def _count(data: dict[str, Any], key: str, where: str) -> int:
     value = data.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise MatchConfigError(f"{where}: {key!r} must be a count, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+        shown = value if not isinstance(value, int) or value <= MAX_COUNT else f"over {MAX_COUNT}"
+        raise MatchConfigError(f"{where}: {key!r} must be a count, got {shown!r}")
     return value
 
 
@@ -148,4 +153,4 @@ def read_prior(path: Path, config: MatchConfig, from_pair: int | None = None) ->
     return Prior(tally, dict(terms), counted, first_new)
 
 
-__all__ = ["MAX_RESULT_BYTES", "Prior", "read_prior"]
+__all__ = ["MAX_COUNT", "MAX_RESULT_BYTES", "Prior", "read_prior"]

@@ -89,6 +89,7 @@ def test_a_file_without_its_pairs_needs_a_first_pair(tmp_path: Path) -> None:
     (lambda d: d.update(match_id="m-000000000000"), "is the result of match"),
     (lambda d: d.update(pentanomial=[0, 0, 1, 0, 0]), "do not agree"),
     (lambda d: d.update(wins=-1), "'wins' must be a count"),
+    (lambda d: d.update(pairs=10**400, wins=10**400), "must be a count, got 'over"),
     (lambda d: d.update(pentanomial="[1,2]"), "five counts"),
     (lambda d: d.update(white_share=float("nan")), "white_share"),
     (lambda d: d.update(terminations=["king capture"]), "terminations"),
