@@ -115,10 +115,13 @@ def summary(result: Any) -> list[str]:
         )
     lines.append(f"Exact binomial test (wins vs losses): p = {result.binomial_p:.4g}")
     if result.sprt is not None:
-        s = result.sprt
+        s, c = result.sprt, result.sprt_crossing
+        decided = (f"  {c.decision.value} at {c.pairs} pairs (LLR {c.llr:.2f}; the pairs "
+                   "being played then are counted above)" if c is not None
+                   else f"  {s.decision.value}")
         lines.append(
             f"SPRT ({result.sprt_config}): LLR {s.llr:.2f} [{s.lower:.2f}, {s.upper:.2f}]"
-            f"  {s.decision.value}{' (stopped early)' if result.stopped_early else ''}"
+            f"{decided}{' (stopped early)' if result.stopped_early else ''}"
         )
     lines.append(f"White's share: {100 * t.white_share:.1f}%")
     lines.append("Terminations: " + ", ".join(f"{k} {v}" for k, v in result.terminations))

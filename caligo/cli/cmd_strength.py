@@ -80,8 +80,15 @@ def table_row(data: dict[str, Any]) -> str:
     else:
         e = score = "-"
     sprt = data.get("sprt")
-    s = f"{sprt['decision']} (LLR {sprt['llr']:.2f} [{sprt['bounds'][0]:.2f}, " \
-        f"{sprt['bounds'][1]:.2f}])" if sprt else "-"
+    s = "-"
+    if sprt:
+        bounds = f"[{sprt['bounds'][0]:.2f}, {sprt['bounds'][1]:.2f}]"
+        crossed = sprt.get("crossed")
+        if crossed:  # decided there; pairs being played then moved the LLR on
+            s = (f"{sprt['decision']} at {crossed['pairs']} pairs (LLR {crossed['llr']:.2f} "
+                 f"{bounds}; {sprt['llr']:.2f} at {data['pairs']})")
+        else:
+            s = f"{sprt['decision']} (LLR {sprt['llr']:.2f} {bounds})"
     penta = ", ".join(str(x) for x in data["pentanomial"])
     return (f"| {a} | {b} | {tc} | {data['games']} | +{data['wins']} ={data['draws']} "
             f"-{data['losses']} | [{penta}] | {score} | {e} | {s} |")

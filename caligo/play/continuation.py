@@ -24,7 +24,7 @@ from typing import Any
 
 from caligo.play.errors import MatchConfigError
 from caligo.play.match import MatchConfig
-from caligo.play.stats import Tally
+from caligo.play.stats import SprtCrossing, SprtDecision, Tally
 
 MAX_RESULT_BYTES = 1 << 20
 """A result file is a few kilobytes; a larger one is not one (and is not read whole)."""
@@ -41,6 +41,8 @@ class Prior:
     terminations: dict[str, int] = field(default_factory=dict)
     counted: frozenset[int] = frozenset()
     first_new: int = 0
+    crossing: SprtCrossing | None = None
+    """Where the earlier run's SPRT decided, if it did: a decided test plays no more pairs."""
 
     @property
     def pairs(self) -> int:
@@ -106,6 +108,7 @@ def read_prior(path: Path, config: MatchConfig, from_pair: int | None = None) ->
         )
     wins, draws, losses = (_count(data, k, where) for k in ("wins", "draws", "losses"))
     pairs = _count(data, "pairs", where)
+    crossing = _crossing(sprt, pairs, where) if config.sprt is not None else None
     penta_raw = data.get("pentanomial")
     if not (isinstance(penta_raw, list) and len(penta_raw) == 5):
         raise MatchConfigError(f"{where}: 'pentanomial' must be five counts, got {penta_raw!r}")
@@ -150,7 +153,25 @@ def read_prior(path: Path, config: MatchConfig, from_pair: int | None = None) ->
         first_new = from_pair - 1
     white = float(share) * 2 * pairs if pairs else 0.0
     tally = Tally(wins, draws, losses, (penta[0], penta[1], penta[2], penta[3], penta[4]), white)
-    return Prior(tally, dict(terms), counted, first_new)
+    return Prior(tally, dict(terms), counted, first_new, crossing)
+
+
+def _crossing(sprt: Any, pairs: int, where: str) -> SprtCrossing | None:
+    """The SPRT crossing a result file records (`MatchResult.to_dict`), or None."""
+    crossed = sprt.get("crossed") if isinstance(sprt, dict) else None
+    if crossed is None:
+        return None
+    decisions = {d.value: d for d in SprtDecision if d is not SprtDecision.CONTINUE}
+    llr = crossed.get("llr") if isinstance(crossed, dict) else None
+    if not (isinstance(crossed, dict) and sprt.get("decision") in decisions
+            and isinstance(llr, int | float) and not isinstance(llr, bool)
+            and math.isfinite(llr)):
+        raise MatchConfigError(f"{where}: 'sprt' records a crossing {crossed!r} with decision "
+                               f"{sprt.get('decision')!r}: not an SPRT decision")
+    at = _count(crossed, "pairs", f"{where}: sprt crossing")
+    if not 0 < at <= pairs:
+        raise MatchConfigError(f"{where}: the SPRT crossed at {at} pairs of {pairs}")
+    return SprtCrossing(at, float(llr), decisions[sprt["decision"]])
 
 
 __all__ = ["MAX_COUNT", "MAX_RESULT_BYTES", "Prior", "read_prior"]

@@ -39,6 +39,8 @@ from caligo.play.session import GameSession, SessionConfig
 from caligo.play.stats import (
     EloEstimate,
     SprtConfig,
+    SprtCrossing,
+    SprtDecision,
     SprtResult,
     Tally,
 )
@@ -325,6 +327,16 @@ class MatchResult:
     unlisted_below: int = 0
     """When a continued file did not list its pairs: the number all of them lie below (the
     counts hold more pairs than `pair_numbers`); 0 otherwise."""
+    sprt_crossing: SprtCrossing | None = None
+    """Where the SPRT decided, when it did: its decision is the test's, whatever the pairs
+    finished after it (counted in `tally` and `sprt`) did to the LLR."""
+
+    @property
+    def sprt_decision(self) -> SprtDecision | None:
+        """The test's decision: the crossing's, else where the final LLR stands."""
+        if self.sprt_crossing is not None:
+            return self.sprt_crossing.decision
+        return self.sprt.decision if self.sprt is not None else None
 
     @property
     def games_per_s(self) -> float:
@@ -367,8 +379,11 @@ class MatchResult:
                 "config": str(self.sprt_config),
                 "llr": self.sprt.llr,
                 "bounds": [self.sprt.lower, self.sprt.upper],
-                "decision": self.sprt.decision.value,
+                "decision": (self.sprt_decision or self.sprt.decision).value,
             }
+            if self.sprt_crossing is not None:
+                c = self.sprt_crossing
+                out["sprt"]["crossed"] = {"pairs": c.pairs, "llr": c.llr}
         return out
 
 

@@ -16,6 +16,7 @@ from caligo.play.continuation import Prior
 from caligo.play.errors import PlayError
 from caligo.play.match import MatchConfig, MatchResult, Outputs, PairResult, _white_score
 from caligo.play.stats import (
+    SprtCrossing,
     SprtDecision,
     SprtResult,
     Tally,
@@ -49,6 +50,13 @@ def progress_line(
         )
     parts.append(f"white {100 * tally.white_share:.1f}%")
     return "  ".join(parts)
+
+
+def _crossing(tally: Tally, result: SprtResult | None) -> SprtCrossing | None:
+    """The crossing when `result` (the SPRT on `tally`) has left its bounds, else None."""
+    if result is None or result.decision is SprtDecision.CONTINUE:
+        return None
+    return SprtCrossing(tally.pairs, result.llr, result.decision)
 
 
 class _Sinks:
@@ -143,7 +151,10 @@ def run_match(
             terminations[row.termination] = terminations.get(row.termination, 0) + 1
     sprt_result = sprt(tally.penta, config.sprt) if config.sprt and tally.pairs else None
     todo = [k for k in range(config.rounds) if k not in done and prior.playable(k)]
-    stopped = sprt_result is not None and sprt_result.decision is not SprtDecision.CONTINUE
+    crossing = prior.crossing if config.sprt is not None else None
+    if crossing is None:
+        crossing = _crossing(tally, sprt_result)
+    stopped = crossing is not None
     names = (config.engines[0].name, config.engines[1].name)
     plies = 0
     sinks = _Sinks(outputs, store, fresh=not done)
@@ -176,16 +187,13 @@ def run_match(
                 sprt_result = sprt(tally.penta, config.sprt)
             if on_pair is not None:
                 on_pair(progress_line(tally.pairs, config.rounds, names, tally, sprt_result))
-            if (
-                not stopped
-                and sprt_result is not None
-                and sprt_result.decision is not SprtDecision.CONTINUE
-            ):
+            if not stopped and (crossing := _crossing(tally, sprt_result)) is not None:
                 stopped = True
                 queue.clear()
                 cancelled = backend.cancel_pending()
                 log.info(
-                    "SPRT %s: cancelled %d pending pairs", sprt_result.decision.value, cancelled
+                    "SPRT %s at %d pairs: cancelled %d pending pairs; the pairs being played "
+                    "are still counted", crossing.decision.value, crossing.pairs, cancelled
                 )
     finally:
         sinks.close()
@@ -199,6 +207,7 @@ def run_match(
         elo=elo_estimate(tally.penta) if tally.pairs else None,
         sprt_config=config.sprt,
         sprt=sprt_result,
+        sprt_crossing=crossing,
         binomial_p=binomial_p(tally.wins, tally.losses),
         terminations=tuple(sorted(terminations.items())),
         stopped_early=stopped,

@@ -279,6 +279,18 @@ class SprtResult:
     decision: SprtDecision
 
 
+@dataclass(frozen=True)
+class SprtCrossing:
+    """Where a sequential test decided: the pairs counted and the LLR when it first left its
+    bounds. Pairs already being played then are still counted and may move the LLR back
+    inside, but the test's decision is the crossing's (Fishtest, too, decides a test where
+    its LLR first crosses a bound)."""
+
+    pairs: int
+    llr: float
+    decision: SprtDecision
+
+
 def sprt(results: Sequence[float], config: SprtConfig) -> SprtResult:
     """Evaluate the GSPRT on `results` (pentanomial recommended)."""
     if config.model is EloModel.LOGISTIC:
@@ -362,6 +374,7 @@ __all__ = [
     "EloEstimate",
     "EloModel",
     "SprtConfig",
+    "SprtCrossing",
     "SprtDecision",
     "SprtResult",
     "Tally",

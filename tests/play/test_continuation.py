@@ -17,11 +17,19 @@ from typing import Any
 import pytest
 
 from caligo.cli import main
+from caligo.cli.cmd_strength import table_row
 from caligo.play.continuation import read_prior
 from caligo.play.errors import MatchConfigError
-from caligo.play.match import MatchConfig, Outputs, engine_configs
+from caligo.play.match import (
+    GameRecord,
+    MatchConfig,
+    Outputs,
+    PairResult,
+    PairSpec,
+    engine_configs,
+)
 from caligo.play.runner import run_match
-from caligo.play.stats import SprtConfig
+from caligo.play.stats import SprtConfig, SprtDecision
 from tests.play.test_match import config
 
 
@@ -138,3 +146,63 @@ def test_the_command_line_continues_and_refuses(tmp_path: Path,
     assert "none.json" in capsys.readouterr().err
     assert main([*base, "--rounds", "4", "--from-pair", "3"]) == 2
     assert "--continue" in capsys.readouterr().err
+
+
+class _Started:
+    """A backend whose submitted pairs have all started (a process pool with busy workers:
+    nothing is left to cancel), each won 2-0 by engine A but pair 13, lost 0-2."""
+
+    def __init__(self) -> None:
+        self.queue: list[PairSpec] = []
+
+    def submit(self, spec: PairSpec) -> None:
+        self.queue.append(spec)
+
+    def pending(self) -> int:
+        return len(self.queue)
+
+    def next_result(self) -> tuple[PairSpec, PairResult]:
+        spec = self.queue.pop(0)
+        won = spec.index != 12
+        games = tuple(
+            GameRecord(f"{spec.index + 1}.{g}", f"g{spec.index}.{g}", "w", "b", a_white=g == 1,
+                       result="1-0" if won == (g == 1) else "0-1", termination="king capture",
+                       detail="", plies=10)
+            for g in (1, 2))
+        return spec, PairResult(spec.index, (games[0], games[1]))
+
+    def cancel_pending(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_decision_is_where_the_llr_crossed(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Twelve 2-0 pairs cross H1 (LLR 2.96 >= 2.94, `caligo.play.stats.sprt` on the
+    pentanomial [0, 0, 0, 0, 12]); pair 13, already being played, is lost 0-2 and counted, and
+    takes the LLR back to 2.64. The test decided at the crossing (fishtest's rule): the result,
+    its file and its table row say H1 at 12 pairs, and a continuation plays nothing more."""
+    monkeypatch.setattr("caligo.play.runner.make_backend", lambda config: _Started())
+    engines = engine_configs(["test-kingtaker", "random"], [])
+    cfg = MatchConfig(engines, rounds=400, sprt=SprtConfig(0, 100), concurrency=1)
+    path = tmp_path / "r.json"
+    result = run_match(cfg, Outputs(json=path))
+    assert result.tally.penta == (1, 0, 0, 0, 12)
+    assert result.sprt is not None and result.sprt.decision is SprtDecision.CONTINUE
+    assert result.sprt.llr == pytest.approx(2.635, abs=1e-3)
+    assert result.sprt_crossing is not None and result.sprt_crossing.pairs == 12
+    assert result.sprt_crossing.llr == pytest.approx(2.964, abs=1e-3)
+    assert result.sprt_decision is SprtDecision.H1
+    data = json.loads(path.read_text())
+    assert data["sprt"]["decision"] == "H1 accepted" and data["sprt"]["crossed"]["pairs"] == 12
+    assert "H1 accepted at 12 pairs (LLR 2.96 [-2.94, 2.94]; 2.64 at 13)" in table_row(data)
+    prior = read_prior(path, cfg)
+    assert prior.crossing == result.sprt_crossing
+    again = run_match(cfg, prior=prior)
+    assert again.tally == result.tally and again.sprt_decision is SprtDecision.H1
+    data["sprt"]["crossed"]["pairs"] = 14
+    path.write_text(json.dumps(data))
+    with pytest.raises(MatchConfigError, match="crossed at 14 pairs of 13"):
+        read_prior(path, cfg)
