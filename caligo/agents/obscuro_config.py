@@ -26,6 +26,7 @@ from caligo.fow.stockfish import (
 )
 from caligo.search.config import (
     PRESETS,
+    CarryOver,
     Expansion,
     Iterations,
     Preset,
@@ -109,7 +110,8 @@ OPTIONS_HELP = (
     "budget=auto|iters=N|mt=SECONDS, eval=auto|stockfish|simple, ablation=none|no_purify|klss|"
     "two_sided|uniform_prior|all_off|simple_eval, subgame=kluss|klss|common_knowledge (the "
     "subgame when no ablation overrides it), preset=obscuro|safe|obscuro_fix (the subgame "
-    "construction of `caligo.search.config.PRESETS`; not with subgame=), expand=R (expansions "
+    "construction of `caligo.search.config.PRESETS`; not with subgame=), carry=profile_only|"
+    "profile_and_regrets (what the next move's search keeps), expand=R (expansions "
     "per iteration under an iteration budget), roots=N, expanders=N, nodes=N (arena "
     "capacity), belief=N (P cap), seed=N, stockfish=PATH"
 )
@@ -122,7 +124,9 @@ class ObscuroConfig:
     budget: the agent's own budget (`auto`: the referee's time control). evaluator, ablation:
     above. subgame: the subgame built at a decision (KLUSS in Obscuro; the `klss` ablations
     override it). preset: a named construction (`caligo.search.config.Preset`: its subgame,
-    knowledge order, root expansion and root floor) in place of `subgame`. expand_ratio: leaf
+    knowledge order, root expansion and root floor) in place of `subgame`. carry_over: what a
+    move's search keeps of the last one's (Obscuro: the tree and the last iterates; also the
+    cumulative regrets and predictions with `PROFILE_AND_REGRETS`). expand_ratio: leaf
     expansions per solver iteration under an iteration budget (the deterministic schedule
     spreads them over the iterations). min_roots: Fig. 9's MININFOSETSIZE. expanders: expander
     threads under a time budget. max_nodes: the arena's capacity. belief_cap: P's memory cap
@@ -136,6 +140,7 @@ class ObscuroConfig:
     ablation: Ablation = Ablation.NONE
     subgame: SubgameKind = SubgameKind.KLUSS
     preset: Preset | None = None
+    carry_over: CarryOver = CarryOver.PROFILE_ONLY
     expand_ratio: float = 0.25
     min_roots: int = 256
     expanders: int = 1
@@ -149,7 +154,7 @@ class ObscuroConfig:
 
     def __post_init__(self) -> None:
         for name, kind in (("evaluator", EvalChoice), ("ablation", Ablation),
-                           ("subgame", SubgameKind),
+                           ("subgame", SubgameKind), ("carry_over", CarryOver),
                            ("budget", TimeControl), ("stockfish", StockfishConfig),
                            ("time", TimingPolicy)):
             if not isinstance(getattr(self, name), kind):
@@ -190,7 +195,7 @@ class ObscuroConfig:
             budget=Iterations(1000), expansions=250, expand_ratio=self.expand_ratio,
             min_roots=self.min_roots, subgame=self.subgame,
             expanders=self.expanders, expander_batch=self.expander_batch,
-            max_nodes=self.max_nodes, seed=self.seed,
+            max_nodes=self.max_nodes, seed=self.seed, carry_over=self.carry_over,
         )
         if self.preset is not None:
             base = replace(base, **PRESETS[self.preset])  # type: ignore[arg-type]
@@ -201,14 +206,15 @@ class ObscuroConfig:
         """Parse registry options (`OPTIONS_HELP`, read by `caligo.agents.options`); raise
         OptionError or ObscuroConfigError quoting them."""
         opts = OptionReader("obscuro", options, (
-            "budget", "eval", "ablation", "subgame", "preset", "expand", "roots", "expanders",
-            "nodes", "belief", "seed", "stockfish"))
+            "budget", "eval", "ablation", "subgame", "preset", "carry", "expand", "roots",
+            "expanders", "nodes", "belief", "seed", "stockfish"))
         kw: dict[str, Any] = {}
         if "budget" in opts:
             kw["budget"] = parse_budget(opts.text("budget"))
         for key, name, kind in (("eval", "evaluator", EvalChoice), ("ablation", "ablation",
                                 Ablation), ("subgame", "subgame", SubgameKind),
-                                ("preset", "preset", Preset)):
+                                ("preset", "preset", Preset),
+                                ("carry", "carry_over", CarryOver)):
             if key in opts:
                 kw[name] = opts.choice(key, kind)
         if "expand" in opts:

@@ -246,7 +246,8 @@ register(
     "Stockfish leaves "
     "when found (options: budget=auto|iters=N|mt=S, eval=auto|stockfish|simple, "
     "ablation=none|no_purify|klss|two_sided|uniform_prior|all_off|simple_eval, "
-    "subgame=kluss|klss|common_knowledge, expand=R, "
+    "subgame=kluss|klss|common_knowledge, preset=obscuro|safe|obscuro_fix, "
+    "carry=profile_only|profile_and_regrets, expand=R, "
     "roots=N, expanders=N, nodes=N, belief=N, seed=N, stockfish=PATH)",
 )
 register(

@@ -27,6 +27,7 @@ from caligo.agents.timing import TcKind, TimeControl
 from caligo.agents.zs21 import Penalty, ZS21Budget, ZS21Config, ZS21ConfigError
 from caligo.search.config import (
     PRESETS,
+    CarryOver,
     Expansion,
     Preset,
     ResolvePrior,
@@ -40,6 +41,7 @@ OBSCURO_BAD: list[tuple[str, Any]] = [
     ("min_roots", -1), ("expanders", 0), ("expander_batch", 0), ("max_nodes", 1023),
     ("belief_cap", 0), ("max_nodes", True), ("belief_cap", 2.5), ("seed", "7"), ("seed", False),
     ("preset", "safe"), ("budget", TimeControl.parse("180+2")),
+    ("carry_over", "profile_and_regrets"),
 ]
 
 
@@ -92,6 +94,12 @@ def test_obscuro_options_fill_the_fields_they_name() -> None:
             cfg.seed) == (0.5, 64, 2, 50_000, 1000, 9)
     assert cfg.stockfish.path == "/nowhere/stockfish"
     assert ObscuroConfig.from_options({"preset": "obscuro_fix"}).preset is Preset.OBSCURO_FIX
+    for carry in CarryOver:  # carry=: the search's carry-over, Obscuro's by default
+        got = ObscuroConfig.from_options({"carry": carry.value, "preset": "safe"})
+        assert got.search_config().carry_over is carry
+    assert ObscuroConfig().search_config().carry_over is CarryOver.PROFILE_ONLY
+    with pytest.raises(OptionError, match="obscuro: invalid carry 'regrets'"):
+        ObscuroConfig.from_options({"carry": "regrets"})
     with pytest.raises(OptionError, match="unknown option"):
         ObscuroConfig.from_options({"particles": "3"})
     with pytest.raises(OptionError, match="obscuro: invalid ablation 'none2'"):

@@ -23,7 +23,7 @@ from caligo.core.random_games import random_game
 from caligo.core.strategy import realization_plan, uniform_strategy
 from caligo.core.tree import FloatArray, GameTree, build_tree
 from caligo.search.arena import check_invariants
-from caligo.search.config import AlternateValues, GadgetMode, SubgameKind
+from caligo.search.config import AlternateValues, CarryOver, GadgetMode, SubgameKind
 from caligo.search.construct import played_profile
 from caligo.search.export import strategy_on_tree
 from caligo.subgame.gadget import (
@@ -296,3 +296,39 @@ def _check_root_layer(info: Any, sub: Any) -> None:
     np.testing.assert_allclose(info.alpha[idx], sub.prior, atol=1e-12)
     np.testing.assert_allclose(info.sigma[idx], sub.scale(), atol=1e-12)
     assert [len(c) for c in sub.copy_roots] == info.roots_per_j[idx].tolist()
+
+
+@pytest.mark.parametrize("carry", [CarryOver.PROFILE_ONLY, CarryOver.PROFILE_AND_REGRETS])
+def test_carried_infosets_keep_their_regrets_only_when_asked(carry: CarryOver) -> None:
+    """CarryOver: a re-rooted arena's infosets that the last tree had start from its last
+    iterate in both modes (the played profile, `played_profile`), and from its cumulative
+    regrets and predictions only with PROFILE_AND_REGRETS (zeros otherwise). Expected values:
+    the last arena's own slots, matched by (player, infoset key)."""
+    from caligo.search.arena import GADGET
+
+    tree = load_game("leduc_poker")
+    carried = nonzero = 0
+    for g in _later_infosets(tree)[:6]:
+        eng = gtcfr_search(tree, 60, 200, carry_over=carry)
+        old = eng.arena.copy()
+        profile = played_profile(old, eng.config.iterate)
+        oi, os_ = old.infosets, old.slots
+        by_key = {(int(oi.player[h]), int(oi.key[h])): h for h in range(old.n_infosets)
+                  if not oi.flags[h] & GADGET}
+        bel, key = belief_at(tree, g)
+        eng.reroot(bel, key, rng())
+        ni, ns = eng.arena.infosets, eng.arena.slots
+        for h in range(eng.arena.n_infosets):
+            o = by_key.get((int(ni.player[h]), int(ni.key[h])))
+            if ni.flags[h] & GADGET or o is None:
+                continue
+            carried += 1
+            n, s, t = int(ni.n_actions[h]), int(ni.slot0[h]), int(oi.slot0[o])
+            np.testing.assert_array_equal(ns.strat[s:s + n], profile[t:t + n])
+            want = (os_.regret[t:t + n], os_.pred[t:t + n])
+            if carry is CarryOver.PROFILE_ONLY:
+                want = (np.zeros(n), np.zeros(n))
+            np.testing.assert_array_equal(ns.regret[s:s + n], want[0])
+            np.testing.assert_array_equal(ns.pred[s:s + n], want[1])
+            nonzero += int(np.count_nonzero(os_.regret[t:t + n]))
+    assert carried > 0 and nonzero > 0  # the old trees had regrets to keep or drop
