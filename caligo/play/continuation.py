@@ -108,7 +108,7 @@ def read_prior(path: Path, config: MatchConfig, from_pair: int | None = None) ->
         )
     wins, draws, losses = (_count(data, k, where) for k in ("wins", "draws", "losses"))
     pairs = _count(data, "pairs", where)
-    crossing = _crossing(sprt, pairs, where) if config.sprt is not None else None
+    crossing = recorded_crossing(sprt, pairs, where) if config.sprt is not None else None
     penta_raw = data.get("pentanomial")
     if not (isinstance(penta_raw, list) and len(penta_raw) == 5):
         raise MatchConfigError(f"{where}: 'pentanomial' must be five counts, got {penta_raw!r}")
@@ -156,8 +156,9 @@ def read_prior(path: Path, config: MatchConfig, from_pair: int | None = None) ->
     return Prior(tally, dict(terms), counted, first_new, crossing)
 
 
-def _crossing(sprt: Any, pairs: int, where: str) -> SprtCrossing | None:
-    """The SPRT crossing a result file records (`MatchResult.to_dict`), or None."""
+def recorded_crossing(sprt: Any, pairs: int, where: str) -> SprtCrossing | None:
+    """The SPRT crossing a result's `sprt` entry records (`MatchResult.to_dict`), or None; a
+    result of `pairs` pairs; MatchConfigError names `where` if the entry is malformed."""
     crossed = sprt.get("crossed") if isinstance(sprt, dict) else None
     if crossed is None:
         return None
@@ -174,4 +175,4 @@ def _crossing(sprt: Any, pairs: int, where: str) -> SprtCrossing | None:
     return SprtCrossing(at, float(llr), decisions[sprt["decision"]])
 
 
-__all__ = ["MAX_COUNT", "MAX_RESULT_BYTES", "Prior", "read_prior"]
+__all__ = ["MAX_COUNT", "MAX_RESULT_BYTES", "Prior", "read_prior", "recorded_crossing"]

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from typing import IO
 
 from caligo.play.backends import make_backend
-from caligo.play.continuation import Prior
-from caligo.play.errors import PlayError
+from caligo.play.continuation import Prior, recorded_crossing
+from caligo.play.errors import MatchConfigError, PlayError
 from caligo.play.match import MatchConfig, MatchResult, Outputs, PairResult, _white_score
 from caligo.play.stats import (
     SprtCrossing,
@@ -57,6 +57,24 @@ def _crossing(tally: Tally, result: SprtResult | None) -> SprtCrossing | None:
     if result is None or result.decision is SprtDecision.CONTINUE:
         return None
     return SprtCrossing(tally.pairs, result.llr, result.decision)
+
+
+def _stored_crossing(store: GameStore | None, config: MatchConfig,
+                     pairs: int) -> SprtCrossing | None:
+    """The crossing the database's finished result of this match records (`pairs`: the
+    pairs counted now): a decided test resumed from its database plays no more pairs,
+    whatever the pairs finished after its crossing did to the LLR."""
+    if store is None or not pairs:
+        return None
+    data = store.match_result(config.match_id)
+    sprt_data = data.get("sprt") if isinstance(data, dict) else None
+    if not isinstance(sprt_data, dict) or sprt_data.get("config") != str(config.sprt):
+        return None
+    try:
+        return recorded_crossing(sprt_data, pairs, f"the database's match {config.match_id}")
+    except MatchConfigError as exc:
+        log.warning("ignoring the stored SPRT crossing: %s", exc)
+        return None
 
 
 class _Sinks:
@@ -151,7 +169,9 @@ def run_match(
             terminations[row.termination] = terminations.get(row.termination, 0) + 1
     sprt_result = sprt(tally.penta, config.sprt) if config.sprt and tally.pairs else None
     todo = [k for k in range(config.rounds) if k not in done and prior.playable(k)]
-    crossing = prior.crossing if config.sprt is not None else None
+    crossing = None
+    if config.sprt is not None:
+        crossing = prior.crossing or _stored_crossing(store, config, tally.pairs)
     if crossing is None:
         crossing = _crossing(tally, sprt_result)
     stopped = crossing is not None

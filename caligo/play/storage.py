@@ -364,6 +364,17 @@ class GameStore:
                 (FINISHED, json.dumps(result), match_id),
             )
 
+    def match_result(self, match_id: str) -> Any:
+        """The result JSON `finish_match` stored for the match (parsed), or None when it never
+        finished or the text is not JSON."""
+        with self._lock:
+            row = self._db.execute("SELECT result FROM matches WHERE id = ?",
+                                   (match_id,)).fetchone()
+        try:
+            return json.loads(row[0]) if row is not None and row[0] else None
+        except ValueError:
+            return None
+
     def match_games(self, match_id: str) -> list[GameRow]:
         """The finished games of a match, in round order."""
         rows = self.games(status=FINISHED, match_id=match_id, limit=1 << 30)

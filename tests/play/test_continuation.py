@@ -30,6 +30,7 @@ from caligo.play.match import (
 )
 from caligo.play.runner import run_match
 from caligo.play.stats import SprtConfig, SprtDecision
+from caligo.play.storage import GameStore
 from tests.play.test_match import config
 
 
@@ -206,3 +207,28 @@ def test_the_decision_is_where_the_llr_crossed(tmp_path: Path,
     path.write_text(json.dumps(data))
     with pytest.raises(MatchConfigError, match="crossed at 14 pairs of 13"):
         read_prior(path, cfg)
+
+
+def test_a_decided_test_resumed_from_its_database_plays_no_more(tmp_path: Path) -> None:
+    """The database keeps the finished result (`GameStore.finish_match`); when it records a
+    crossing, the same match run again on that database keeps the decision and plays no
+    more pairs, though the LLR of its counted pairs (3 pairs of 2-0: 0.74) is inside the
+    bounds. A result without a crossing, or of another SPRT, changes nothing."""
+    engines = engine_configs(["test-kingtaker", "random"], [])
+    db = tmp_path / "m.db"
+    short = MatchConfig(engines, rounds=3, sprt=SprtConfig(0, 100))
+    first = run_match(short, Outputs(db=db))
+    assert first.tally.pairs == 3 and first.sprt_crossing is None
+    longer = MatchConfig(engines, rounds=6, sprt=SprtConfig(0, 100))
+    store = GameStore(db)
+    data = {**first.to_dict(), "sprt": {"config": str(longer.sprt), "decision": "H1 accepted",
+                                        "llr": 0.74, "bounds": [-2.94, 2.94],
+                                        "crossed": {"pairs": 2, "llr": 3.1}}}
+    store.finish_match(longer.match_id, data)
+    store.close()
+    again = run_match(longer, Outputs(db=db))
+    assert again.tally.pairs == 3 and again.resumed_pairs == 3
+    assert again.sprt_crossing is not None and again.sprt_crossing.pairs == 2
+    assert again.sprt_decision is SprtDecision.H1 and again.stopped_early
+    other = MatchConfig(engines, rounds=6, sprt=SprtConfig(0, 50))  # another test: ignored
+    assert run_match(other, Outputs(db=db)).tally.pairs == 6
