@@ -163,16 +163,31 @@ def recorded_crossing(sprt: Any, pairs: int, where: str) -> SprtCrossing | None:
     if crossed is None:
         return None
     decisions = {d.value: d for d in SprtDecision if d is not SprtDecision.CONTINUE}
+    decision = sprt.get("decision")
     llr = crossed.get("llr") if isinstance(crossed, dict) else None
-    if not (isinstance(crossed, dict) and sprt.get("decision") in decisions
+    if not (isinstance(crossed, dict) and isinstance(decision, str) and decision in decisions
             and isinstance(llr, int | float) and not isinstance(llr, bool)
-            and math.isfinite(llr)):
-        raise MatchConfigError(f"{where}: 'sprt' records a crossing {crossed!r} with decision "
-                               f"{sprt.get('decision')!r}: not an SPRT decision")
+            and math.isfinite(_as_float(llr))):
+        raise MatchConfigError(f"{where}: 'sprt' records a crossing {_shown(crossed)} with "
+                               f"decision {_shown(decision)}: not an SPRT decision")
     at = _count(crossed, "pairs", f"{where}: sprt crossing")
     if not 0 < at <= pairs:
         raise MatchConfigError(f"{where}: the SPRT crossed at {at} pairs of {pairs}")
-    return SprtCrossing(at, float(llr), decisions[sprt["decision"]])
+    return SprtCrossing(at, float(llr), decisions[decision])
+
+
+def _as_float(x: int | float) -> float:
+    """`x` as a float; NaN for an integer too large for one (a hostile file's 10^400)."""
+    try:
+        return float(x)
+    except OverflowError:
+        return math.nan
+
+
+def _shown(value: Any) -> str:
+    """`value` for an error message, cut to 80 characters (a hostile file's may be huge)."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 __all__ = ["MAX_COUNT", "MAX_RESULT_BYTES", "Prior", "read_prior", "recorded_crossing"]

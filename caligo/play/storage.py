@@ -366,13 +366,13 @@ class GameStore:
 
     def match_result(self, match_id: str) -> Any:
         """The result JSON `finish_match` stored for the match (parsed), or None when it never
-        finished or the text is not JSON."""
+        finished or the text is not JSON (nested too deep included)."""
         with self._lock:
             row = self._db.execute("SELECT result FROM matches WHERE id = ?",
                                    (match_id,)).fetchone()
         try:
             return json.loads(row[0]) if row is not None and row[0] else None
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
 
     def match_games(self, match_id: str) -> list[GameRow]:

@@ -10,6 +10,7 @@ counts, LLR and SPRT decision; the SPRT's LLR is a function of the pentanomial c
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,12 @@ def test_a_file_without_its_pairs_needs_a_first_pair(tmp_path: Path) -> None:
     assert again.counted == {5, 6, 7} and again.first_new == 5 and again.unlisted == 3
 
 
+def _crossed(decision: Any, llr: Any, pairs: Any) -> dict[str, Any]:
+    """An `sprt` entry of the SPRT the test below asks for, recording a crossing."""
+    return {"config": str(SprtConfig(0, 30)), "decision": decision, "llr": 0.0,
+            "bounds": [-2.94, 2.94], "crossed": {"pairs": pairs, "llr": llr}}
+
+
 @pytest.mark.parametrize(("edit", "message"), [
     (lambda d: d.update(match_id="m-000000000000"), "is the result of match"),
     (lambda d: d.update(pentanomial=[0, 0, 1, 0, 0]), "do not agree"),
@@ -107,6 +114,15 @@ def test_a_file_without_its_pairs_needs_a_first_pair(tmp_path: Path) -> None:
     (lambda d: d.update(unlisted_below=-4), "unlisted_below"),
     (lambda d: d.update(sprt={"config": "elo0=0,elo1=5,alpha=0.05,beta=0.05,model=logistic"}),
      "cannot change"),
+    # a recorded crossing (`sprt.crossed`): hostile decisions, LLRs and pair counts
+    (lambda d: d.update(sprt=_crossed([1], 3.0, 2)), "not an SPRT decision"),
+    (lambda d: d.update(sprt=_crossed("continue", 3.0, 2)), "not an SPRT decision"),
+    (lambda d: d.update(sprt=_crossed("H1 accepted", 10**400, 2)), "not an SPRT decision"),
+    (lambda d: d.update(sprt=_crossed("H1 accepted", float("inf"), 2)), "not an SPRT decision"),
+    (lambda d: d.update(sprt=_crossed("H1 accepted", True, 2)), "not an SPRT decision"),
+    (lambda d: d.update(sprt=_crossed("H1 accepted", [[[0]]] * 1000, 2)), r"\.\.\. with"),
+    (lambda d: d.update(sprt=_crossed("H0 accepted", -3.0, 10**400)), "must be a count"),
+    (lambda d: d.update(sprt=_crossed("H0 accepted", -3.0, 0)), "crossed at 0 pairs of 3"),
 ])
 def test_a_result_file_that_does_not_fit_is_refused(
         tmp_path: Path, edit: Callable[[dict[str, Any]], None], message: str) -> None:
@@ -232,3 +248,12 @@ def test_a_decided_test_resumed_from_its_database_plays_no_more(tmp_path: Path) 
     assert again.sprt_decision is SprtDecision.H1 and again.stopped_early
     other = MatchConfig(engines, rounds=6, sprt=SprtConfig(0, 50))  # another test: ignored
     assert run_match(other, Outputs(db=db)).tally.pairs == 6
+    # a stored result that is not JSON, nested too deep, or records a crossing beyond its
+    # pairs is ignored (logged), and the match goes on
+    for k, text in enumerate(["{" * 100_000, "not json", json.dumps(
+            {"sprt": {**data["sprt"], "config": str(other.sprt),
+                      "crossed": {"pairs": 99, "llr": 3.1}}})]):
+        with sqlite3.connect(db) as con:
+            con.execute("UPDATE matches SET result = ? WHERE id = ?", (text, other.match_id))
+        more = MatchConfig(engines, rounds=7 + k, sprt=SprtConfig(0, 50))
+        assert run_match(more, Outputs(db=db)).tally.pairs == 7 + k
