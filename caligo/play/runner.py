@@ -9,7 +9,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from typing import IO
+from typing import IO, Any
 
 from caligo.play.backends import make_backend
 from caligo.play.continuation import Prior, recorded_crossing
@@ -75,6 +75,12 @@ def _stored_crossing(store: GameStore | None, config: MatchConfig,
     except MatchConfigError as exc:
         log.warning("ignoring the stored SPRT crossing: %s", exc)
         return None
+
+
+def _crossing_entry(config: MatchConfig, crossing: SprtCrossing) -> dict[str, Any]:
+    """The "sprt" entry of a result that records `crossing` (what `_stored_crossing` reads)."""
+    return {"config": str(config.sprt), "decision": crossing.decision.value,
+            "crossed": {"pairs": crossing.pairs, "llr": crossing.llr}}
 
 
 class _Sinks:
@@ -209,6 +215,9 @@ def run_match(
                 on_pair(progress_line(tally.pairs, config.rounds, names, tally, sprt_result))
             if not stopped and (crossing := _crossing(tally, sprt_result)) is not None:
                 stopped = True
+                if store is not None:
+                    assert config.sprt is not None
+                    store.record_crossing(config.match_id, _crossing_entry(config, crossing))
                 queue.clear()
                 cancelled = backend.cancel_pending()
                 log.info(

@@ -364,9 +364,18 @@ class GameStore:
                 (FINISHED, json.dumps(result), match_id),
             )
 
+    def record_crossing(self, match_id: str, sprt: dict[str, Any]) -> None:
+        """Store a running match's SPRT entry at its crossing (`MatchResult.to_dict`'s "sprt"
+        with "crossed") as its result until `finish_match` replaces it: a match killed while
+        the pairs started before its crossing finish keeps its decision."""
+        with self._tx() as db:
+            db.execute("UPDATE matches SET result = ? WHERE id = ?",
+                       (json.dumps({"sprt": sprt}), match_id))
+
     def match_result(self, match_id: str) -> Any:
-        """The result JSON `finish_match` stored for the match (parsed), or None when it never
-        finished or the text is not JSON (nested too deep included)."""
+        """The result JSON `finish_match` (or, while it runs, `record_crossing`) stored for the
+        match (parsed), or None when there is none or the text is not JSON (nested too deep
+        included)."""
         with self._lock:
             row = self._db.execute("SELECT result FROM matches WHERE id = ?",
                                    (match_id,)).fetchone()

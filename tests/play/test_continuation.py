@@ -29,7 +29,7 @@ from caligo.play.match import (
     PairSpec,
     engine_configs,
 )
-from caligo.play.runner import run_match
+from caligo.play.runner import _stored_crossing, run_match
 from caligo.play.stats import SprtConfig, SprtDecision
 from caligo.play.storage import GameStore
 from tests.play.test_match import config
@@ -257,3 +257,36 @@ def test_a_decided_test_resumed_from_its_database_plays_no_more(tmp_path: Path) 
             con.execute("UPDATE matches SET result = ? WHERE id = ?", (text, other.match_id))
         more = MatchConfig(engines, rounds=7 + k, sprt=SprtConfig(0, 50))
         assert run_match(more, Outputs(db=db)).tally.pairs == 7 + k
+
+
+class _KilledAfter13(_Started):
+    """`_Started`, killed (Ctrl-C) after its 13th pair was counted, while more pairs are
+    being played (two at a time: four started)."""
+
+    def next_result(self) -> tuple[PairSpec, PairResult]:
+        if any(spec.index == 13 for spec in self.queue[:1]):
+            raise KeyboardInterrupt
+        return super().next_result()
+
+
+def test_a_match_killed_after_its_crossing_keeps_its_decision(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The crossing goes into the database when it happens (`GameStore.record_crossing`), not
+    only with the finished result: the match of the test above, killed after pair 13 took its
+    LLR back inside the bounds (2.64), still reads H1 at 12 pairs from its database, which is
+    what a resumed run decides on (`_stored_crossing`)."""
+    monkeypatch.setattr("caligo.play.runner.make_backend", lambda config: _KilledAfter13())
+    engines = engine_configs(["test-kingtaker", "random"], [])
+    cfg = MatchConfig(engines, rounds=400, sprt=SprtConfig(0, 100), concurrency=2)
+    db = tmp_path / "m.db"
+    with pytest.raises(KeyboardInterrupt):
+        run_match(cfg, Outputs(db=db))
+    store = GameStore(db)
+    stored = store.match_result(cfg.match_id)
+    assert stored["sprt"]["decision"] == "H1 accepted"
+    assert stored["sprt"]["crossed"]["pairs"] == 12
+    crossing = _stored_crossing(store, cfg, 13)
+    assert crossing is not None and crossing.pairs == 12
+    assert crossing.llr == pytest.approx(2.964, abs=1e-3)
+    assert crossing.decision is SprtDecision.H1
+    store.close()
