@@ -320,21 +320,10 @@ def build_kluss(
         sigma = np.where(D > 0, R / np.where(D > 0, D, 1.0), 1.0)
     gifts = np.zeros(m_c)
     if config.gifts:
+        js, first_at = np.unique(gj, return_index=True)  # every J has a root
         first_root = np.full(m_c, -1, dtype=np.int64)
-        for r_i in range(roots.size - 1, -1, -1):
-            first_root[gj[r_i]] = roots[r_i]
-        inf, sl = old.infosets, old.slots
-        for j in range(m_c):
-            s = int(nd.seq[first_root[j], opp])
-            total = 0.0
-            while s >= 0:
-                g = int(sl.infoset[s])
-                if inf.flags[g] & GADGET:
-                    break
-                if reach[g] > 0.0:
-                    total += max((seqv[s] - infv[g]) / reach[g], 0.0)
-                s = int(inf.parent_seq[g])
-            gifts[j] = total
+        first_root[js] = roots[first_at]
+        gifts = _gifts(old, nd.seq[first_root, opp], seqv, infv, reach)
 
     # v*: our value of I in the previous tree
     w_i = (c * y)[i_nodes]
@@ -351,8 +340,10 @@ def build_kluss(
     root_order = np.argsort(gj, kind="stable")
     roots_sorted = roots[root_order]
     gj_sorted = gj[root_order]
-    for j in kept_js.tolist():
-        rs = roots_sorted[gj_sorted == j]
+    lo = np.searchsorted(gj_sorted, kept_js, side="left").tolist()
+    hi = np.searchsorted(gj_sorted, kept_js, side="right").tolist()
+    for j, j_lo, j_hi in zip(kept_js.tolist(), lo, hi, strict=True):
+        rs = roots_sorted[j_lo:j_hi]  # J's roots (gj_sorted is sorted: one slice, not a scan)
         groups.append(Group(
             key=int(uniq[order[j]]), alt=float(alt[j]), gift=float(gifts[j]),
             sigma=float(sigma[j]), P=float(P[j]), old=rs, q_old=cx[rs] / D[j],
@@ -387,6 +378,28 @@ def build_kluss(
     if config.root_expansion is RootExpansion.INFOSET:
         expand_infoset_roots(new, game, evaluator, cur_key, config, deadline, leaf_pace)
     return info
+
+
+def _gifts(old: Arena, seq: np.ndarray, seqv: np.ndarray, infv: np.ndarray,
+           reach: np.ndarray) -> np.ndarray:
+    """Each J's gift: over ▼'s infosets on the path above its first root (`seq`: that root's
+    ▼ sequence), up to the gadget, the sum of max(0, (v(sequence) - v(infoset)) / reach)
+    where the infoset is reached. All J's walk up together, one level a step, each adding its
+    terms in the order of its own walk."""
+    inf, sl = old.infosets, old.slots
+    s = seq.astype(np.int64)
+    gifts = np.zeros(s.size)
+    live = np.flatnonzero(s >= 0)
+    while live.size:
+        g = sl.infoset[s[live]].astype(np.int64)
+        below = (inf.flags[g] & GADGET) == 0
+        live, g = live[below], g[below]
+        reached = reach[g] > 0.0
+        at, gr, sr = live[reached], g[reached], s[live[reached]]
+        gifts[at] += np.maximum((seqv[sr] - infv[gr]) / reach[gr], 0.0)
+        s[live] = inf.parent_seq[g]
+        live = live[s[live] >= 0]
+    return gifts
 
 
 ROOT_EXPANSION_SHARE = 0.5

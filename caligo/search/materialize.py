@@ -269,47 +269,10 @@ def materialize(old: Arena, new: Arena, groups: list[Group], strat: np.ndarray,
     old_of = np.full(new.capacity.nodes, -1, dtype=np.int32)
     mark = config.subgame.marks_order2
     o2_flag = FROZEN | FROZEN_ROOT if config.subgame is SubgameKind.KLSS_ROOT else FROZEN
-    r = 0
-    carried_roots: list[int] = []
-    for j, grp in enumerate(groups):
-        rt.ptr[j] = r
-        q = np.concatenate([grp.q_old, np.asarray(grp.q_new, dtype=np.float64)])
-        if q.sum() > 0:
-            q = q / q.sum()
-        if r + q.size > new.capacity.nodes:
-            raise SearchError(f"arena capacity {new.capacity.nodes} too small for the roots")
-        for i, o in enumerate(grp.old.tolist()):
-            _copy_root(nd, r, old.nodes, o, float(q[i]), j, opp,
-                       o2_flag if mark and not bool(grp.in_i_old[i]) else np.uint8(0))
-            old_of[r] = o
-            carried_roots.append(o)
-            r += 1
-        for i, s in enumerate(grp.states):
-            obs = grp.obs[i]
-            nd.parent[r] = -1
-            nd.first_child[r] = -1
-            nd.num_children[r] = 0
-            nd.player[r] = grp.players[i]
-            inner = grp.in_i_new[i] or config.knowledge_order > 1  # sampled roots are in I^2
-            nd.flags[r] = o2_flag if (mark and not inner) else 0
-            nd.claim[r] = 0
-            nd.action[r] = -1
-            nd.chance_prob[r] = q[grp.old.size + i]
-            nd.value[r] = grp.values[i]
-            nd.infoset[r] = -1
-            nd.state[r] = s
-            nd.depth[r] = 0
-            nd.seq[r] = -1
-            nd.seq[r, opp] = j
-            nd.salt[r, searcher] = 0
-            nd.salt[r, opp] = np.uint64(grp.salt_opp)
-            if game.key_mode is KeyMode.INCREMENTAL:
-                nd.key[r, searcher] = np.uint64(cur_key)
-            else:
-                nd.key[r, searcher] = np.uint64(obs[searcher])
-            nd.key[r, opp] = np.uint64(grp.key)
-            r += 1
-    rt.ptr[m] = r
+    r, carried_rows, carried_roots = _write_roots(
+        nd, old.nodes, groups, game, config, searcher, cur_key,
+        o2_flag if mark else np.uint8(0), rt.ptr)
+    old_of[carried_rows] = carried_roots
     new.meta[M_ROOTS] = r
     new.meta[M_J] = m
     new.meta[M_HAS_GADGET] = 1
@@ -372,7 +335,7 @@ def materialize(old: Arena, new: Arena, groups: list[Group], strat: np.ndarray,
     return BuildInfo(
         keys=keys, alt=alt, gift=gift, sigma=sigma, alpha=alpha, threshold=threshold,
         roots_per_j=np.diff(rt.ptr[: m + 1]).astype(np.int64),
-        carried_roots=np.asarray(carried_roots, dtype=np.int64), in_i=carried_i,
+        carried_roots=carried_roots, in_i=carried_i,
         sampled=sampled, v_star=v_star,
         carried_nodes=int(np.count_nonzero(old_of[: new.n_nodes] >= 0)),
         carried_infosets=new.n_infosets - 1,
@@ -404,21 +367,69 @@ def init_weights(arena: Arena) -> None:
     arena.fmeta[F_PMAX] = p_max
 
 
-def _copy_root(nd: NodeArrays, r: int, on: NodeArrays, o: int, q: float, j: int, opp: int,
-               order2: np.uint8) -> None:
-    nd.parent[r] = -1
-    nd.first_child[r] = -1
-    nd.num_children[r] = 0
-    nd.player[r] = on.player[o]
-    nd.flags[r] = order2
-    nd.claim[r] = 0
-    nd.action[r] = on.action[o]
-    nd.chance_prob[r] = q
-    nd.value[r] = on.value[o]
-    nd.infoset[r] = -1
-    nd.state[r] = on.state[o]
-    nd.depth[r] = 0
-    nd.key[r] = on.key[o]
-    nd.salt[r] = on.salt[o]
-    nd.seq[r] = -1
-    nd.seq[r, opp] = j
+def _write_roots(nd: NodeArrays, on: NodeArrays, groups: list[Group], game: SearchGame,
+                 config: SearchConfig, searcher: int, cur_key: int, order2: np.uint8,
+                 ptr: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+    """Write the root layer: each J's carried roots (copied from `on`), then its sampled
+    ones, J after J, their weights q normalized within J, `ptr` the first row of each J;
+    `order2` flags the roots outside I^k (sampled roots are inside when the knowledge order
+    exceeds 1). Whole-array writes: a carried tree of a hundred thousand nodes brings tens of
+    thousands of roots, too many for scalar writes one root at a time inside a move's time.
+    Returns the row count, and the carried roots' rows and nodes in the old arena."""
+    opp = 1 - searcher
+    m = len(groups)
+    n_old = np.array([g.old.size for g in groups], dtype=np.int64)
+    sizes = n_old + np.array([len(g.states) for g in groups], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    total = int(starts[m])
+    if total > nd.parent.shape[0]:
+        raise SearchError(f"arena capacity {nd.parent.shape[0]} too small for the roots")
+    ptr[: m + 1] = starts
+    gid = np.repeat(np.arange(m, dtype=np.int64), sizes)
+    is_old = np.arange(total, dtype=np.int64) - starts[gid] < n_old[gid]
+    rows_old, rows_new = np.flatnonzero(is_old), np.flatnonzero(~is_old)
+    q = np.empty(total)
+    q[rows_old] = np.concatenate([g.q_old for g in groups])
+    q[rows_new] = [x for g in groups for x in g.q_new]
+    # each J's weights normalized alone; one `sum` per J keeps them bit for bit what they were
+    bounds = starts.tolist()
+    sums = np.array([q[bounds[j]: bounds[j + 1]].sum() for j in range(m)])
+    q = np.where(sums[gid] > 0, q / np.where(sums > 0, sums, 1.0)[gid], q)
+    o = np.concatenate([g.old for g in groups]).astype(np.int64)
+    nd.parent[:total] = -1
+    nd.first_child[:total] = -1
+    nd.num_children[:total] = 0
+    nd.claim[:total] = 0
+    nd.infoset[:total] = -1
+    nd.depth[:total] = 0
+    nd.chance_prob[:total] = q
+    nd.seq[:total] = -1
+    nd.seq[:total, opp] = gid
+    # carried roots: state, player, move, value, keys and salts as in the old tree
+    nd.player[rows_old] = on.player[o]
+    nd.action[rows_old] = on.action[o]
+    nd.value[rows_old] = on.value[o]
+    nd.state[rows_old] = on.state[o]
+    nd.key[rows_old] = on.key[o]
+    nd.salt[rows_old] = on.salt[o]
+    inner = np.concatenate([np.asarray(g.in_i_old, dtype=np.bool_) for g in groups])
+    nd.flags[rows_old] = np.where(inner, np.uint8(0), order2)
+    if rows_new.size:  # sampled roots: a belief state each, keyed by our view and J's key
+        g_new = gid[rows_new]
+        nd.player[rows_new] = [p for g in groups for p in g.players]
+        inner = np.array([b for g in groups for b in g.in_i_new], dtype=np.bool_)
+        inner |= config.knowledge_order > 1  # sampled roots are in I^2
+        nd.flags[rows_new] = np.where(inner, np.uint8(0), order2)
+        nd.action[rows_new] = -1
+        nd.value[rows_new] = [v for g in groups for v in g.values]
+        nd.state[rows_new] = [x for g in groups for x in g.states]
+        nd.salt[rows_new, searcher] = 0
+        nd.salt[rows_new, opp] = np.array([g.salt_opp for g in groups], dtype=np.uint64)[g_new]
+        if game.key_mode is KeyMode.INCREMENTAL:
+            nd.key[rows_new, searcher] = np.uint64(cur_key)
+        else:
+            nd.key[rows_new, searcher] = np.array(
+                [np.asarray(ob, dtype=np.uint64)[searcher] for g in groups for ob in g.obs],
+                dtype=np.uint64)
+        nd.key[rows_new, opp] = np.array([g.key for g in groups], dtype=np.uint64)[g_new]
+    return total, rows_old, o
