@@ -216,7 +216,6 @@ def run_match(
             if not stopped and (crossing := _crossing(tally, sprt_result)) is not None:
                 stopped = True
                 if store is not None:
-                    assert config.sprt is not None
                     store.record_crossing(config.match_id, _crossing_entry(config, crossing))
                 queue.clear()
                 cancelled = backend.cancel_pending()

@@ -272,9 +272,10 @@ class _KilledAfter13(_Started):
 def test_a_match_killed_after_its_crossing_keeps_its_decision(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The crossing goes into the database when it happens (`GameStore.record_crossing`), not
-    only with the finished result: the match of the test above, killed after pair 13 took its
-    LLR back inside the bounds (2.64), still reads H1 at 12 pairs from its database, which is
-    what a resumed run decides on (`_stored_crossing`)."""
+    only with the finished result: the match of `test_the_decision_is_where_the_llr_crossed`
+    (two pairs at a time), killed after pair 13 took its LLR back inside the bounds (2.64),
+    still reads H1 at 12 pairs from its database, which is what a resumed run decides on
+    (`_stored_crossing`)."""
     monkeypatch.setattr("caligo.play.runner.make_backend", lambda config: _KilledAfter13())
     engines = engine_configs(["test-kingtaker", "random"], [])
     cfg = MatchConfig(engines, rounds=400, sprt=SprtConfig(0, 100), concurrency=2)
