@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import sys
 import time
+from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
+import pytest
 
 from caligo.agents.external import ExternalAgent
 from caligo.agents.fow_search import FowBelief, FowEvaluator, FowSearchGame
@@ -87,6 +90,32 @@ def test_a_zs21_lp_stops_at_its_time_limit() -> None:
     # time; an LP that ignored its limit would take the whole solve's time in all three
     spent = min(timed_solve(0.01) for _ in range(3))
     assert spent < 0.5 * whole, (spent, whole)
+
+
+def test_a_zs21_lp_limit_counts_the_build_of_the_lp(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`trunk_lp.solve`'s limit is from its call: the sequence form and the sparse blocks it
+    builds first come out of it, and HiGHS gets the rest (it had the whole limit, and a
+    100,000-node trunk's build put ZS21's last LP some 40 ms past its move). On a fake
+    clock the build takes 30 ms of a 50 ms limit: HiGHS is given 20 ms."""
+    search = _grown_trunk(40)
+    trunk = export_trunk(search.arena, search.layer, search.searcher, search.penalty)
+    clock = Ticker(t=100.0)
+    real_sf, real_lp = trunk_lp.sequence_form, trunk_lp.linprog
+    given: list[float] = []
+
+    def slow_sf(tree: Any) -> Any:
+        clock.t += 0.03
+        return real_sf(tree)
+
+    def spy_lp(*args: Any, **kwargs: Any) -> Any:
+        given.append(kwargs["options"]["time_limit"])
+        return real_lp(*args, **{**kwargs, "options": {**kwargs["options"], "time_limit": 60}})
+
+    monkeypatch.setattr(trunk_lp, "sequence_form", slow_sf)
+    monkeypatch.setattr(trunk_lp, "linprog", spy_lp)
+    monkeypatch.setattr(trunk_lp, "time", SimpleNamespace(perf_counter=clock))  # the module's
+    trunk_lp.solve(trunk, search.arena, time_limit=0.05)
+    assert given == [pytest.approx(0.02)]
 
 
 def test_a_cold_engine_starts_before_its_clock() -> None:

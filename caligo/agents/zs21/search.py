@@ -200,8 +200,9 @@ class ZS21Search:
     def _solve(self, deadline: Deadline | None = None) -> trunk_lp.LPSolution:
         """Export the trunk, solve its LP (HiGHS stops at the deadline) and write it back.
 
-        HiGHS's time limit covers only its solve; exporting the trunk, building the sparse LP
-        and writing the solution back are Python work that grows with the trunk. An LP that
+        `trunk_lp.solve`'s limit covers building the LP and HiGHS's solve; exporting the
+        trunk and writing the solution back are Python work outside it that grows with the
+        trunk. An LP that
         would not end by the deadline at the last one's pace (`_lp_s`) is not started
         (LPError: the slots keep the last solution), and HiGHS's limit leaves room for the
         write-back (`_build_s`). Without that a loaded machine overran ZS21's moves by tens
