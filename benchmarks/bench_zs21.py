@@ -76,7 +76,8 @@ def _lp(expansions: int) -> tuple[int, float, float]:
     with the built-in evaluator."""
     import numpy as np
 
-    from caligo.agents.fow_search import FowBelief, FowEvaluator, FowSearchGame
+    from caligo.agents.fow_belief import FowBelief
+    from caligo.agents.fow_search import FowEvaluator, FowSearchGame
     from caligo.agents.zs21 import ZS21Budget, ZS21Config, ZS21Search, trunk_lp
     from caligo.core.lp import solve_player
     from caligo.fow.evaluate import SimpleEvaluator

@@ -1,4 +1,5 @@
-"""Fog of War chess as the search sees it: `FowSearchGame`, `FowBelief` and `FowEvaluator`.
+"""Fog of War chess as the search sees it: `FowSearchGame` and `FowEvaluator` (its belief
+tracker, `FowBelief`, is `caligo.agents.fow_belief`).
 
 `caligo.search` is game-agnostic and must not import `caligo.fow` (docs/design.md, "Layout"); this
 module is the glue (docs/design.md, "Agents" and "The game interface and the evaluators").
@@ -14,15 +15,6 @@ keys are `KeyMode.INCREMENTAL`: a child's key is the hash of what the player obs
 key together with the player's own action. `state_key` is the Zobrist key
 (`caligo.fow.position.zobrist_key`), so transpositions share it; `true_infoset_states` is None
 (the rules cannot list an infoset; the belief set is the player's own).
-
-`FowBelief` is the search's `BeliefTracker` over `caligo.fow.BeliefSet` (the exact set P of
-positions consistent with the player's observations; Obscuro, section 3). Its memory cap is
-`BeliefConfig.max_positions`; past it P is a uniform subsample and `exact` says so. Because the
-search's tracker receives only the observation's key, the caller first hands it the
-`Observation` (`expect`), or passes the `Observation` itself to `update`. `sample` draws
-uniformly without replacement from P minus the states already in the tree (by Zobrist key), as
-Obscuro, Fig. 9 line 11 and Zhang & Sandholm 2021, Algorithm 15 line 16 ask; weights are 1 (no
-chance in FoW).
 
 `FowEvaluator` is the search's `Evaluator` over a `caligo.fow` leaf evaluator
 (`SimpleEvaluator`, `StockfishPool`): White's (player 0's) values in [-1, 1], one
@@ -42,7 +34,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -53,15 +44,10 @@ from caligo.agents.fow_kernels import (
     _describe_kernel,
     _expand_states_kernel,
     _forcing_kernel,
-    _positions_zobrist_kernel,
     _zobrist_kernel,
 )
 from caligo.errors import CaligoError
-from caligo.fow.belief import BeliefConfig, BeliefSet
-from caligo.fow.belief_update import Scratch
-from caligo.fow.errors import FowError
 from caligo.fow.evaluate import LeafEvaluator, SimpleEvaluator
-from caligo.fow.expand import observation_key
 from caligo.fow.observation import Observation
 from caligo.fow.position import (
     KING,
@@ -70,13 +56,12 @@ from caligo.fow.position import (
     from_fen,
     move_to_uci,
 )
-from caligo.limits import Deadline, Overdue
+from caligo.limits import Overdue
 from caligo.search.arena import Arena
 from caligo.search.config import SearchError
 from caligo.search.game import ChildBatch, KeyMode, StateInfo
 
 __all__ = [
-    "FowBelief",
     "FowEvaluator",
     "FowSearchError",
     "FowSearchGame",
@@ -302,258 +287,6 @@ def compact_arena(game: FowSearchGame, arena: Arena) -> None:
     n = arena.n_nodes
     states = arena.nodes.state[:n]
     arena.nodes.state[:n] = game.compact(states)
-
-
-# --- the belief ------------------------------------------------------------------------------
-
-
-REPAIR_ATTEMPTS = 3
-"""Replays with fresh sampling salts before a lost P is given up (`FowBelief`)."""
-
-
-class _ReplayLate(Exception):
-    """A replay of P passed its deadline (`FowBelief._repair`)."""
-
-
-class FowBelief:
-    """The search's `BeliefTracker` over `caligo.fow.BeliefSet` (module docstring).
-
-    player: the seat (0 White, 1 Black). config: the belief set's settings (memory cap).
-    max_states: the most positions `states()` copies into the game's store.
-
-    An opponent ply's update is lazy: `update` only queues the observation, and the agent
-    applies it within its move's belief stage (`settle(deadline)`); any query settles it
-    first without a deadline. A settle cut short by its deadline leaves P `partial` (the
-    children of an evenly spread part of the parents); `finish(deadline)` completes it after
-    the agent's move (on the opponent's time) or, past its deadline, gives the rest up and
-    says so (P is then a reported subsample). An own move's update runs at once.
-
-    Repair. When the memory cap made P a uniform subsample, an observation may leave none of
-    its positions (the true P is not empty: `BeliefError`). The update then replays the
-    observations since the last exact P with fresh sampling salts (`REPAIR_ATTEMPTS` times);
-    if no replay survives, P is given up (`lost`: every later update is skipped and the agent
-    plays its emergency move, `emergency_move`) rather than raising into the agent.
-    `repairs` counts the replays that succeeded.
-    """
-
-    def __init__(self, game: FowSearchGame, player: int, config: BeliefConfig | None = None,
-                 max_states: int = 100_000) -> None:
-        if player not in (0, 1):
-            raise FowSearchError(f"player must be 0 or 1, got {player!r}")
-        self.game = game
-        self.player = int(player)
-        self.config = config if config is not None else BeliefConfig()
-        self.max_states = int(max_states)
-        self._pending: Observation | None = None
-        self._queued: Observation | None = None
-        self._scratch: Scratch | None = None  # the next update's buffers (`prepare`)
-        self._set = BeliefSet.initial(self.player, game.start_fen, self.config)
-        self.cut = 0  # partial updates given up (P became a reported subsample)
-        self._base = self._set  # the last exact P, and the observations since (repair)
-        self._since: list[tuple[int | None, Observation]] = []
-        self.repairs = 0
-        self.lost = False
-
-    @property
-    def set(self) -> BeliefSet:
-        """P (any queued update applied first)."""
-        self.settle()
-        return self._set
-
-    @set.setter
-    def set(self, value: BeliefSet) -> None:
-        self._queued = None
-        self._scratch = None
-        self._set = value
-
-    def reset(self) -> None:
-        """P = {the game's start position}."""
-        self._pending = None
-        self._queued = None
-        self._scratch = None
-        self.cut = 0
-        self._set = BeliefSet.initial(self.player, self.game.start_fen, self.config)
-        self._base = self._set
-        self._since = []
-        self.repairs = 0
-        self.lost = False
-
-    def expect(self, observation: Observation) -> None:
-        """The observation the next `update(key, ...)` stands for."""
-        self._pending = observation
-
-    def update(self, obs: int | Observation, own_action: int | None = None) -> None:
-        """Keep the positions consistent with one more observation (after own_action, if it
-        was our ply). `obs` is the Observation, or its key after `expect(observation)`. An
-        opponent ply's update is queued for `settle`."""
-        if isinstance(obs, Observation):
-            o = obs
-        else:
-            pending = self._pending
-            if pending is None or observation_key(pending) != int(obs):
-                raise FowSearchError(f"observation key {int(obs)} does not match the expected "
-                                     "observation (call expect(observation) first)")
-            o = pending
-        self._pending = None
-        if self.lost:  # P was given up: nothing follows it any more
-            return
-        if own_action is not None:
-            self.settle()
-            self._since.append((int(own_action), o))
-            self._scratch = None  # sized for the set before
-            try:
-                if self._set.partial:
-                    self._set = self._set.complete()
-                self._set = self._set.update_own_move(int(own_action), o)
-            except FowError as exc:
-                self._repair(exc)
-            self._checkpoint()
-        else:
-            self.settle()  # a second opponent ply in a row (never in FoW chess): apply the first
-            self._since.append((None, o))
-            self._queued = o
-
-    @property
-    def queued(self) -> bool:
-        """True while an opponent ply's update waits for `settle`."""
-        return self._queued is not None
-
-    def drop(self) -> None:
-        """Forget a queued update (an agent that gave P up only follows its key)."""
-        self._queued = None
-
-    def prepare(self) -> None:
-        """Make the next opponent-ply update's buffers now (`BeliefSet.scratch`): after our own
-        ply, on the opponent's time, so that a timed update does not pay its page faults."""
-        self._scratch = None if self._set.partial else self._set.scratch()
-
-    def settle(self, deadline: Deadline | None = None, spread: bool | None = None,
-               repair_by: Deadline | None = None) -> None:
-        """Apply the queued opponent-ply update, within `deadline` (P may stay `partial`);
-        `spread`: visit the parents in a spread order (default: when there is a deadline);
-        `repair_by`: where a replay of a P that lost the truth must end (`_repair`). The
-        queued observation is dropped only once its update succeeded."""
-        o = self._queued
-        if o is None:
-            return
-        scratch, self._scratch = self._scratch, None
-        try:
-            self._set = self._set.update_opponent_move(o, deadline, spread, scratch)
-        except FowError as exc:
-            self._queued = None
-            self._repair(exc, repair_by)
-            return
-        self._queued = None
-        self._checkpoint()
-
-    def finish(self, deadline: Deadline | None = None) -> bool:
-        """Complete a partial update (until `deadline`); past it, give the rest up (P becomes
-        a reported subsample). Return True when P was completed (or was not partial)."""
-        self.settle()
-        if self.lost or not self._set.partial:
-            return True
-        try:
-            self._set = self._set.complete(deadline)
-        except FowError as exc:
-            self._repair(exc)
-            return True
-        if self._set.partial:
-            self._set = self._set.truncate()
-            self.cut += 1
-            return False
-        self._checkpoint()
-        return True
-
-    def _checkpoint(self) -> None:
-        """An exact, complete P is the base a repair replays from."""
-        if self._set.exact and not self._set.partial and not self.lost:
-            self._base = self._set
-            self._since = []
-
-    def _repair(self, exc: FowError, by: Deadline | None = None) -> None:
-        """The capped subsample lost every position consistent with an observation: replay
-        the observations since the last exact P with fresh sampling salts; if no replay
-        survives, or `by` passes between two replayed plies, give P up (`lost`). The class
-        docstring says why."""
-        log.warning("%s; replaying %d plies with new salts", exc, len(self._since))
-        base = self._base
-        why = f"no subsample survived {REPAIR_ATTEMPTS} replays"
-        for attempt in range(1, REPAIR_ATTEMPTS + 1):
-            cfg = replace(base.config, seed=base.config.seed + 7919 * attempt)
-            bel = replace(base, config=cfg)
-            try:
-                for own, obs in self._since:
-                    if by is not None and by.passed():
-                        raise _ReplayLate
-                    bel = (bel.update_opponent_move(obs) if own is None
-                           else bel.update_own_move(own, obs))
-            except FowError:
-                continue
-            except _ReplayLate:
-                why = f"the replays did not fit the move's time (attempt {attempt})"
-                break
-            self._set = bel
-            self._scratch = None
-            self.repairs += 1
-            return
-        log.error("P is lost (%s); playing without it", why)
-        self.lost = True
-        self._queued = None
-        self._scratch = None
-
-    @property
-    def partial(self) -> bool:
-        """True while P holds only part of an opponent ply's update (see `finish`)."""
-        return self._queued is None and self._set.partial
-
-    def size_hint(self) -> int:
-        """|P| as last computed (a queued update not applied): for planning a move."""
-        return len(self._set)
-
-    # --- Belief ----------------------------------------------------------------------------
-
-    @property
-    def exact(self) -> bool:
-        """False once the memory cap made P a uniform subsample."""
-        return bool(self.set.exact)
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes P occupies (its rows)."""
-        return self.set.nbytes
-
-    def size(self) -> int:
-        """|P| (stored positions)."""
-        return len(self.set)
-
-    def states(self) -> I64:
-        """All of P, copied into the game's store (refused beyond `max_states`)."""
-        if self.size() > self.max_states:
-            raise FowSearchError(f"|P| = {self.size()} exceeds max_states = {self.max_states}")
-        return self.game.add_positions(self.set.positions())
-
-    def weights(self, states: I64) -> np.ndarray:
-        """1 for every state (FoW chess has no chance)."""
-        return np.ones(np.asarray(states).shape[0], dtype=np.float64)
-
-    def sample(self, n: int, exclude: np.ndarray, rng: np.random.Generator) -> I64:
-        """Up to n positions of P drawn uniformly without replacement among those whose Zobrist
-        key is not in `exclude`, stored in the game; their state ids.
-
-        A uniformly ordered draw of n + |exclude| distinct rows, filtered, keeps its first n:
-        a prefix of a uniform random order of P, restricted to P minus the excluded, is a
-        uniform sample of it.
-        """
-        size = self.size()
-        if n <= 0 or size == 0:
-            return np.zeros(0, dtype=np.int64)
-        ex = np.unique(np.asarray(exclude, dtype=np.uint64))
-        draw = rng.choice(size, size=min(size, int(n) + ex.size), replace=False)
-        pos = self.set.positions(draw)
-        keys = np.empty(pos.shape[0], dtype=np.uint64)
-        _positions_zobrist_kernel(pos, keys)
-        keep = np.flatnonzero(~np.isin(keys, ex))[: int(n)]
-        return self.game.add_positions(pos[keep])
 
 
 # --- the evaluator ---------------------------------------------------------------------------

@@ -62,8 +62,8 @@ import numpy as np
 
 from caligo.agents.base import AgentBase, Clock, Decision
 from caligo.agents.belief_map import BELIEF_MAP, BELIEF_MAP_PREV, belief_map
+from caligo.agents.fow_belief import FowBelief
 from caligo.agents.fow_search import (
-    FowBelief,
     FowEvaluator,
     FowSearchGame,
     compact_arena,
@@ -520,11 +520,11 @@ class ObscuroAgent(AgentBase):
         return move, play / total
 
     def _without_belief(self, legal: Sequence[int]) -> Decision:
-        """P is lost: the emergency move."""
+        """P is unavailable: the emergency move, the tree dropped (a replayed P starts afresh)."""
         move = emergency_move(self.history, self.color, legal, self._rng)
-        assert self._search is not None
+        assert self._search is not None and self._belief is not None
         self._search.force(move)
-        assert self._belief is not None
+        self._search.reset_tree()
         return Decision(move, info={"belief_lost": True, "repairs": self._belief.repairs})
 
     def _fallback(self, legal: Sequence[int], exc: BaseException) -> Decision:

@@ -297,7 +297,8 @@ class MovePlan:
     def repair_deadline(self) -> Deadline | None:
         """Where a replay of P that lost the truth must end: under an iteration count with the
         referee's guard, half of the guard from the move's start (the replay re-runs up to a
-        dozen capped updates, minutes in all, and the search must still answer in time);
+        dozen capped updates, minutes in all, and the search must still answer in time; a
+        replay stopped there goes on next move, `caligo.agents.fow_belief`);
         None when timed (an overdue replay goes on after the watchdog's answer, and P is
         kept) or without a guard."""
         if self.iterations is None or self.deadline is None:

@@ -1,5 +1,5 @@
 """What the lost-subsample tests of both engines read from their decisions (a capped P that
-lost every consistent position is repaired or given up: `caligo.agents.fow_search.FowBelief`)."""
+lost every consistent position is repaired or given up: `caligo.agents.fow_belief.FowBelief`)."""
 
 from __future__ import annotations
 

@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 from caligo.agents.external import ExternalAgent
-from caligo.agents.fow_search import FowBelief, FowEvaluator, FowSearchGame
+from caligo.agents.fow_belief import FowBelief
+from caligo.agents.fow_search import FowEvaluator, FowSearchGame
 from caligo.agents.random_agent import RandomAgent
 from caligo.agents.timing import TimeControl
 from caligo.agents.zs21 import ZS21Budget, ZS21Config, ZS21Search, trunk_lp

@@ -18,8 +18,8 @@ import chess
 import numpy as np
 import pytest
 
+from caligo.agents.fow_belief import FowBelief
 from caligo.agents.fow_search import (
-    FowBelief,
     FowEvaluator,
     FowSearchError,
     FowSearchGame,
@@ -31,12 +31,13 @@ from caligo.fow.belief import BeliefConfig
 from caligo.fow.evaluate import SimpleEvaluator
 from caligo.fow.expand import Terminal, expand_reference, observation_key
 from caligo.fow.game import Game
-from caligo.fow.observation import observe
+from caligo.fow.observation import Observation, observe
 from caligo.fow.position import W_STM, move_to_uci, to_fen, zobrist_key
 from caligo.limits import Deadline
 from caligo.search.agent import SearchAgent
 from caligo.search.config import Iterations, SearchConfig
 from caligo.search.game import TERMINAL, KeyMode
+from tests.clocks import Ticker
 from tests.conftest import SHORT
 from tests.fow.test_expand import random_positions
 
@@ -240,42 +241,68 @@ def test_belief_reports_its_memory_cap() -> None:
 
 
 
-def _follow_until_repair(bel: FowBelief, seed: int, repair_by: Deadline | None) -> bool:
-    """Black's P over a random game (White random, Black random), each White ply settled
-    with `repair_by`, until P was repaired or lost; True when that happened."""
+def _random_game(seed: int, plies: int = 80) -> list[tuple[Observation, int | None]]:
+    """Black's (observation, own move or None) after each ply of a random game."""
     rng = random.Random(seed)
     g = Game()
-    while not g.is_over() and g.ply < 80:
+    out: list[tuple[Observation, int | None]] = []
+    while not g.is_over() and g.ply < plies:
         move = rng.choice(g.legal_moves())
         g.push(move)
-        if g.ply % 2 == 1:  # White moved: Black's observation, settled as in a move
-            bel.update(observe(g.position, 1), None)
-            bel.settle(None, None, repair_by)
-        else:
-            bel.update(observe(g.position, 1), int(move))
-        if bel.lost or bel.repairs:
-            return True
-    return False
+        out.append((observe(g.position, 1), None if g.ply % 2 == 1 else int(move)))
+    return out
 
 
-def test_a_replay_of_p_stops_at_its_deadline(caplog: pytest.LogCaptureFixture) -> None:
-    """A capped P that lost the truth is replayed with new salts (up to a dozen capped
-    updates: over a minute at the 2,000,000-position cap, a fixed-iteration match's move
-    timeout); with `repair_by` past, the replay stops before its first ply and P is given up
-    with the reason named, where the same game without a deadline replays."""
+def _feed(bel: FowBelief, plies: list[tuple[Observation, int | None]],
+          repair_by: Deadline | None = None, first: bool = False) -> int | None:
+    """Follow `plies` (each White ply settled as in a move, with `repair_by` until a replay
+    began; with `first`, stop there); the index of the ply whose update first lost the
+    truth, or None."""
+    began = None
+    for i, (obs, own) in enumerate(plies):
+        bel.update(obs, own)
+        if own is None:
+            bel.settle(None, None, repair_by if began is None else None)
+        if began is None and (bel.lost or bel.repairs):
+            began = i
+            if first:
+                break
+    return began
+
+
+def test_a_replay_of_p_stopped_by_its_deadline_goes_on_next_move(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A capped P that lost the truth is replayed with new salts from the last exact P (up to
+    a dozen capped updates: over a minute at the 2,000,000-position cap, more than a
+    fixed-iteration move's repair share). A replay whose deadline passes (here after two
+    replayed plies, on a fake clock) keeps what it replayed, P unavailable meanwhile (the
+    agent plays its emergency move), and goes on at the next move's settle, taking in the
+    plies played since: it ends with the very P of a replay that had the time (the same
+    salts). It used to give P up for the rest of the game."""
     game = FowSearchGame()
-    for seed in range(40):
+    for seed in range(60):
+        plies = _random_game(seed)
         free = FowBelief(game, 1, BeliefConfig(max_positions=2))
-        if not _follow_until_repair(free, seed, None):
+        i = _feed(free, plies, first=True)
+        if i is None or i < 4 or plies[i][1] is not None or free.lost:
+            continue  # wanted: a replay of 5+ plies, at a White ply (a settle), that survived
+        free = FowBelief(game, 1, BeliefConfig(max_positions=2))
+        _feed(free, plies[: i + 3])
+        if free.lost or free.repairs != 1:
             continue
         late = FowBelief(game, 1, BeliefConfig(max_positions=2))
-        with caplog.at_level("ERROR", logger="caligo.agents.fow_search"):
-            assert _follow_until_repair(late, seed, Deadline(0.0, 0.0, lambda: 1.0))
-        assert late.lost and late.repairs == 0
-        assert "did not fit the move's time (attempt 1)" in caplog.text
+        stop = Deadline(2.0, 2.0, Ticker(step=1.0))  # passed at its third reading
+        with caplog.at_level("INFO", logger="caligo.agents.fow_belief"):
+            assert _feed(late, plies[: i + 1], stop) == i
+        assert late.lost and late.repairing and late.repairs == 0
+        assert "stopped at its deadline after 2 of" in caplog.text
+        _feed(late, plies[i + 1 : i + 3])  # Black's move, then White's: the replay goes on
+        assert not late.lost and late.repairs == 1
+        assert {r.tobytes() for r in late.set.rows} == {r.tobytes() for r in free.set.rows}
         break
     else:
-        pytest.fail("no game of 40 lost the truth from a 2-position P")
+        pytest.fail("no game of 60 lost the truth from a 2-position P at a White ply")
+
 
 def _roots_hold_the_truth(seed: int, seat: int, plies: int) -> int:
     """Play a SearchAgent (seat) against random moves; at each decision where P is exact and

@@ -32,7 +32,8 @@ import pytest
 from caligo.agents import registry
 from caligo.agents.base import Clock, TcKind, TimeControl
 from caligo.agents.external import ExternalAgent
-from caligo.agents.fow_search import FowBelief, FowEvaluator, FowSearchGame
+from caligo.agents.fow_belief import FowBelief
+from caligo.agents.fow_search import FowEvaluator, FowSearchGame
 from caligo.agents.random_agent import RandomAgent
 from caligo.agents.timing import UNTIMED
 from caligo.agents.timing import ZS21 as ZS21_POLICY

@@ -174,7 +174,8 @@ def test_fow_line_21_never_plays_a_decided_loss(subgame: str) -> None:
     the match."""
     from dataclasses import replace
 
-    from caligo.agents.fow_search import FowBelief, FowEvaluator, FowSearchGame
+    from caligo.agents.fow_belief import FowBelief
+    from caligo.agents.fow_search import FowEvaluator, FowSearchGame
     from caligo.experiments.decided_loss import decided_loss_moves
     from caligo.fow.evaluate import SimpleEvaluator
     from caligo.fow.expand import observation_key

@@ -39,8 +39,8 @@ import numpy as np
 
 from caligo.agents.base import AgentBase, Clock, Decision
 from caligo.agents.belief_map import BELIEF_MAP, BELIEF_MAP_PREV, belief_map
+from caligo.agents.fow_belief import FowBelief
 from caligo.agents.fow_search import (
-    FowBelief,
     FowEvaluator,
     FowSearchGame,
     compact_arena,

@@ -1,0 +1,331 @@
+"""Fog of War chess's belief for the search: `FowBelief`.
+
+`FowBelief` is the search's `BeliefTracker` over `caligo.fow.BeliefSet` (the exact set P of
+positions consistent with the player's observations; Obscuro, section 3). Its memory cap is
+`BeliefConfig.max_positions`; past it P is a uniform subsample and `exact` says so. Because the
+search's tracker receives only the observation's key, the caller first hands it the
+`Observation` (`expect`), or passes the `Observation` itself to `update`. `sample` draws
+uniformly without replacement from P minus the states already in the tree (by Zobrist key), as
+Obscuro, Fig. 9 line 11 and Zhang & Sandholm 2021, Algorithm 15 line 16 ask; weights are 1 (no
+chance in FoW).
+
+Repair. When the memory cap made P a uniform subsample, an observation may leave none of its
+positions (the true P is not empty). P is then replayed from the last exact P with fresh
+sampling salts. A replay is resumable: under an iteration count it stops at the move's repair
+deadline and goes on in the next moves' belief stages (the agent plays its emergency move
+meanwhile), taking in the plies played since, until it has caught up.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from caligo.agents.fow_kernels import _positions_zobrist_kernel
+from caligo.agents.fow_search import I64, FowSearchError, FowSearchGame
+from caligo.fow.belief import BeliefConfig, BeliefSet
+from caligo.fow.belief_update import Scratch
+from caligo.fow.errors import FowError
+from caligo.fow.expand import observation_key
+from caligo.fow.observation import Observation
+from caligo.limits import Deadline
+
+__all__ = ["REPAIR_ATTEMPTS", "FowBelief"]
+
+log = logging.getLogger(__name__)
+
+REPAIR_ATTEMPTS = 3
+"""Replays with fresh sampling salts before a lost P is given up (`FowBelief`)."""
+
+
+@dataclass
+class _Replay:
+    """A replay of P in progress (`FowBelief._repair`): its attempt (1 to `REPAIR_ATTEMPTS`,
+    the salt), the set replayed so far and how many of the plies since the last exact P it
+    has taken in."""
+
+    attempt: int
+    bel: BeliefSet
+    done: int = 0
+
+
+class FowBelief:
+    """The search's `BeliefTracker` over `caligo.fow.BeliefSet` (module docstring).
+
+    player: the seat (0 White, 1 Black). config: the belief set's settings (memory cap).
+    max_states: the most positions `states()` copies into the game's store.
+
+    An opponent ply's update is lazy: `update` only queues the observation, and the agent
+    applies it within its move's belief stage (`settle(deadline)`); any query settles it
+    first without a deadline. A settle cut short by its deadline leaves P `partial` (the
+    children of an evenly spread part of the parents); `finish(deadline)` completes it after
+    the agent's move (on the opponent's time) or, past its deadline, gives the rest up and
+    says so (P is then a reported subsample). An own move's update runs at once.
+
+    Repair. When the memory cap made P a uniform subsample, an observation may leave none of
+    its positions (the true P is not empty: `BeliefError`). The update then replays the
+    observations since the last exact P with fresh sampling salts (`REPAIR_ATTEMPTS` times).
+    A replay that passes its deadline (`settle`'s `repair_by`) is kept (`repairing`) and goes
+    on at the next `settle`, taking in the plies played meanwhile; while it runs, and for good
+    if no replay survives, P is unavailable (`lost`: the agent plays its emergency move,
+    `caligo.agents.fow_search.emergency_move`) rather than raising into the agent. `repairs`
+    counts the replays that succeeded.
+    """
+
+    def __init__(self, game: FowSearchGame, player: int, config: BeliefConfig | None = None,
+                 max_states: int = 100_000) -> None:
+        if player not in (0, 1):
+            raise FowSearchError(f"player must be 0 or 1, got {player!r}")
+        self.game = game
+        self.player = int(player)
+        self.config = config if config is not None else BeliefConfig()
+        self.max_states = int(max_states)
+        self._pending: Observation | None = None
+        self._queued: Observation | None = None
+        self._scratch: Scratch | None = None  # the next update's buffers (`prepare`)
+        self._set = BeliefSet.initial(self.player, game.start_fen, self.config)
+        self.cut = 0  # partial updates given up (P became a reported subsample)
+        self._base = self._set  # the last exact P, and the observations since (repair)
+        self._since: list[tuple[int | None, Observation]] = []
+        self.repairs = 0
+        self._replay: _Replay | None = None  # a replay of P in progress (`_repair`)
+        self._gave_up = False  # no replay survived: P is gone for the rest of the game
+
+    @property
+    def lost(self) -> bool:
+        """True while P is unavailable: given up, or a replay of it still running."""
+        return self._gave_up or self._replay is not None
+
+    @property
+    def repairing(self) -> bool:
+        """True while a replay of P goes on across moves (`_repair`)."""
+        return self._replay is not None
+
+    @property
+    def set(self) -> BeliefSet:
+        """P (any queued update applied first)."""
+        self.settle()
+        return self._set
+
+    @set.setter
+    def set(self, value: BeliefSet) -> None:
+        self._queued = None
+        self._scratch = None
+        self._set = value
+
+    def reset(self) -> None:
+        """P = {the game's start position}."""
+        self._pending = None
+        self._queued = None
+        self._scratch = None
+        self.cut = 0
+        self._set = BeliefSet.initial(self.player, self.game.start_fen, self.config)
+        self._base = self._set
+        self._since = []
+        self.repairs = 0
+        self._replay = None
+        self._gave_up = False
+
+    def expect(self, observation: Observation) -> None:
+        """The observation the next `update(key, ...)` stands for."""
+        self._pending = observation
+
+    def update(self, obs: int | Observation, own_action: int | None = None) -> None:
+        """Keep the positions consistent with one more observation (after own_action, if it
+        was our ply). `obs` is the Observation, or its key after `expect(observation)`. An
+        opponent ply's update is queued for `settle`."""
+        if isinstance(obs, Observation):
+            o = obs
+        else:
+            pending = self._pending
+            if pending is None or observation_key(pending) != int(obs):
+                raise FowSearchError(f"observation key {int(obs)} does not match the expected "
+                                     "observation (call expect(observation) first)")
+            o = pending
+        self._pending = None
+        if self._gave_up:  # P was given up: nothing follows it any more
+            return
+        if self._replay is not None:  # the replay takes this ply in when it goes on
+            self._since.append((None if own_action is None else int(own_action), o))
+            if own_action is None:
+                self._queued = o  # the next move's settle resumes the replay
+            return
+        if own_action is not None:
+            self.settle()
+            self._since.append((int(own_action), o))
+            self._scratch = None  # sized for the set before
+            try:
+                if self._set.partial:
+                    self._set = self._set.complete()
+                self._set = self._set.update_own_move(int(own_action), o)
+            except FowError as exc:
+                self._repair(exc)
+            self._checkpoint()
+        else:
+            self.settle()  # a second opponent ply in a row (never in FoW chess): apply the first
+            self._since.append((None, o))
+            self._queued = o
+
+    @property
+    def queued(self) -> bool:
+        """True while an opponent ply's update waits for `settle`."""
+        return self._queued is not None
+
+    def drop(self) -> None:
+        """Forget a queued update (an agent that gave P up only follows its key)."""
+        self._queued = None
+
+    def prepare(self) -> None:
+        """Make the next opponent-ply update's buffers now (`BeliefSet.scratch`): after our own
+        ply, on the opponent's time, so that a timed update does not pay its page faults."""
+        self._scratch = None if self._set.partial else self._set.scratch()
+
+    def settle(self, deadline: Deadline | None = None, spread: bool | None = None,
+               repair_by: Deadline | None = None) -> None:
+        """Apply the queued opponent-ply update, within `deadline` (P may stay `partial`);
+        `spread`: visit the parents in a spread order (default: when there is a deadline);
+        `repair_by`: where a replay of a P that lost the truth must end (`_repair`). The
+        queued observation is dropped only once its update succeeded."""
+        o = self._queued
+        if o is None:
+            return
+        if self._replay is not None:  # `o` is in the replay's plies already
+            self._queued = None
+            self._resume(repair_by)
+            return
+        scratch, self._scratch = self._scratch, None
+        try:
+            self._set = self._set.update_opponent_move(o, deadline, spread, scratch)
+        except FowError as exc:
+            self._queued = None
+            self._repair(exc, repair_by)
+            return
+        self._queued = None
+        self._checkpoint()
+
+    def finish(self, deadline: Deadline | None = None) -> bool:
+        """Complete a partial update (until `deadline`); past it, give the rest up (P becomes
+        a reported subsample). Return True when P was completed (or was not partial)."""
+        self.settle()
+        if self.lost or not self._set.partial:
+            return True
+        try:
+            self._set = self._set.complete(deadline)
+        except FowError as exc:
+            self._repair(exc)
+            return True
+        if self._set.partial:
+            self._set = self._set.truncate()
+            self.cut += 1
+            return False
+        self._checkpoint()
+        return True
+
+    def _checkpoint(self) -> None:
+        """An exact, complete P is the base a repair replays from."""
+        if self._set.exact and not self._set.partial and not self.lost:
+            self._base = self._set
+            self._since = []
+
+    def _repair(self, exc: FowError, by: Deadline | None = None) -> None:
+        """The capped subsample lost every position consistent with an observation: replay
+        the observations since the last exact P with fresh sampling salts, until `by` (the
+        class docstring says what follows)."""
+        log.warning("%s; replaying %d plies with new salts", exc, len(self._since))
+        self._replay = _Replay(1, self._salted(1))
+        self._resume(by)
+
+    def _salted(self, attempt: int) -> BeliefSet:
+        """The last exact P, its sampling salted for replay `attempt`."""
+        base = self._base
+        return replace(base, config=replace(base.config,
+                                            seed=base.config.seed + 7919 * attempt))
+
+    def _resume(self, by: Deadline | None) -> None:
+        """Go on with the replay in progress: its plies one by one until it has caught up
+        (P is repaired), `by` passes between two of them (it waits for the next `settle`),
+        or its subsample loses the truth (the next salt starts over; past the last, P is
+        given up)."""
+        r = self._replay
+        assert r is not None
+        while r.done < len(self._since):
+            if by is not None and by.passed():
+                log.info("the replay of P (attempt %d) stopped at its deadline after %d of "
+                         "%d plies; it goes on next move", r.attempt, r.done, len(self._since))
+                return
+            own, obs = self._since[r.done]
+            try:
+                r.bel = (r.bel.update_opponent_move(obs) if own is None
+                         else r.bel.update_own_move(own, obs))
+            except FowError:
+                if r.attempt == REPAIR_ATTEMPTS:
+                    log.error("P is lost (no subsample survived %d replays); playing without "
+                              "it", REPAIR_ATTEMPTS)
+                    self._replay = None
+                    self._gave_up = True
+                    self._queued = None
+                    self._scratch = None
+                    return
+                r = self._replay = _Replay(r.attempt + 1, self._salted(r.attempt + 1))
+                continue
+            r.done += 1
+        self._replay = None
+        self._set = r.bel
+        self._scratch = None
+        self.repairs += 1
+
+    @property
+    def partial(self) -> bool:
+        """True while P holds only part of an opponent ply's update (see `finish`)."""
+        return self._queued is None and self._set.partial
+
+    def size_hint(self) -> int:
+        """|P| as last computed (a queued update not applied): for planning a move."""
+        return len(self._set)
+
+    # --- Belief ----------------------------------------------------------------------------
+
+    @property
+    def exact(self) -> bool:
+        """False once the memory cap made P a uniform subsample."""
+        return bool(self.set.exact)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes P occupies (its rows)."""
+        return self.set.nbytes
+
+    def size(self) -> int:
+        """|P| (stored positions)."""
+        return len(self.set)
+
+    def states(self) -> I64:
+        """All of P, copied into the game's store (refused beyond `max_states`)."""
+        if self.size() > self.max_states:
+            raise FowSearchError(f"|P| = {self.size()} exceeds max_states = {self.max_states}")
+        return self.game.add_positions(self.set.positions())
+
+    def weights(self, states: I64) -> np.ndarray:
+        """1 for every state (FoW chess has no chance)."""
+        return np.ones(np.asarray(states).shape[0], dtype=np.float64)
+
+    def sample(self, n: int, exclude: np.ndarray, rng: np.random.Generator) -> I64:
+        """Up to n positions of P drawn uniformly without replacement among those whose Zobrist
+        key is not in `exclude`, stored in the game; their state ids.
+
+        A uniformly ordered draw of n + |exclude| distinct rows, filtered, keeps its first n:
+        a prefix of a uniform random order of P, restricted to P minus the excluded, is a
+        uniform sample of it.
+        """
+        size = self.size()
+        if n <= 0 or size == 0:
+            return np.zeros(0, dtype=np.int64)
+        ex = np.unique(np.asarray(exclude, dtype=np.uint64))
+        draw = rng.choice(size, size=min(size, int(n) + ex.size), replace=False)
+        pos = self.set.positions(draw)
+        keys = np.empty(pos.shape[0], dtype=np.uint64)
+        _positions_zobrist_kernel(pos, keys)
+        keep = np.flatnonzero(~np.isin(keys, ex))[: int(n)]
+        return self.game.add_positions(pos[keep])
