@@ -382,8 +382,7 @@ class MatchResult:
                 "decision": (self.sprt_decision or self.sprt.decision).value,
             }
             if self.sprt_crossing is not None:
-                c = self.sprt_crossing
-                out["sprt"]["crossed"] = {"pairs": c.pairs, "llr": c.llr}
+                out["sprt"]["crossed"] = self.sprt_crossing.to_dict()
         return out
 
 

@@ -80,7 +80,7 @@ def _stored_crossing(store: GameStore | None, config: MatchConfig,
 def _crossing_entry(config: MatchConfig, crossing: SprtCrossing) -> dict[str, Any]:
     """The "sprt" entry of a result that records `crossing` (what `_stored_crossing` reads)."""
     return {"config": str(config.sprt), "decision": crossing.decision.value,
-            "crossed": {"pairs": crossing.pairs, "llr": crossing.llr}}
+            "crossed": crossing.to_dict()}
 
 
 class _Sinks:

@@ -290,6 +290,10 @@ class SprtCrossing:
     llr: float
     decision: SprtDecision
 
+    def to_dict(self) -> dict[str, float]:
+        """The "crossed" entry of a result's "sprt" (what `caligo.play.continuation` reads)."""
+        return {"pairs": self.pairs, "llr": self.llr}
+
 
 def sprt(results: Sequence[float], config: SprtConfig) -> SprtResult:
     """Evaluate the GSPRT on `results` (pentanomial recommended)."""
