@@ -45,7 +45,9 @@ key. `after_move` is the work after the agent's own move (on the opponent's time
 of in-process agents only if the referee did not settle it first; it never does)."""
 
 MOVE_FIELDS = ("belief", "nodes", "infosets", "carried_nodes", "carried_infosets", "depth",
-               "iterations", "expansions", "sampled", "roots")
+               "iterations", "expansions", "sampled", "roots", "stable")
+"""Per-move statistics of the analysis; `stable`: the actions purification may play (Obscuro,
+appendix C.8: stable over the second half of the search)."""
 
 
 ALIASES = {"nodes": "trunk_nodes", "belief": "belief_size"}
@@ -186,7 +188,8 @@ def _moves(args: argparse.Namespace) -> int:
     print("| statistic (mean per move) | Caligo | Obscuro, appendix D (5 s/move, 10 cores) |")
     print("|---|---|---|")
     for key in ("plies_per_game", "depth", "nodes", "infosets", "carried_nodes",
-                "carried_infosets", "belief", "iterations", "expansions", "sampled", "roots"):
+                "carried_infosets", "stable", "belief", "iterations", "expansions", "sampled",
+                "roots"):
         v = stats.get(key)
         ref = PAPER_STATS.get(key)
         print(f"| {key} | {'-' if v is None else f'{v:,.1f}'} | "

@@ -45,6 +45,9 @@ def test_table_and_move_statistics(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["strength", "moves", str(db), "--engine", "obscuro:eval=simple"]) == 0
     text = capsys.readouterr().out
     assert "| carried_nodes |" in text and "| belief | construct | search |" in text
+    # stable actions a move: the mean of the analyses' own counts, read back from the database
+    assert stats["stable"] == pytest.approx(_mean_info(db, "stable")) and stats["stable"] >= 1
+    assert f"| stable | {stats['stable']:,.1f} |" in text
     with pytest.raises(StrengthError, match="no analysed move of engine 'nobody'"):
         move_stats(str(db), "nobody")
     assert main(["strength", "table", str(tmp_path / "missing.json")]) == 2
@@ -58,6 +61,18 @@ def test_table_row_of_a_clean_sweep() -> None:
     assert "| 100.0% | unbounded (every pair 2-0) |" in table_row(data)
     data.update(wins=0, losses=6, pentanomial=[3, 0, 0, 0, 0], score=0.0)
     assert "| 0.0% | unbounded (every pair 0-2) |" in table_row(data)
+
+
+def _mean_info(db: Path, key: str) -> float:
+    """The mean of `key` over the analyses stored in the plies table that have it."""
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    infos = [json.loads(r[0]).get("info") or {} for r in con.execute(
+        "SELECT engine_info FROM plies WHERE engine_info IS NOT NULL")]
+    con.close()
+    vals = [i[key] for i in infos if key in i]
+    return sum(vals) / len(vals)
 
 
 def _plies(db: Path) -> list[tuple[int, bool]]:
