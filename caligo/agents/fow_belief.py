@@ -9,11 +9,7 @@ uniformly without replacement from P minus the states already in the tree (by Zo
 Obscuro, Fig. 9 line 11 and Zhang & Sandholm 2021, Algorithm 15 line 16 ask; weights are 1 (no
 chance in FoW).
 
-Repair. When the memory cap made P a uniform subsample, an observation may leave none of its
-positions (the true P is not empty). P is then replayed from the last exact P with fresh
-sampling salts. A replay is resumable: under an iteration count it stops at the move's repair
-deadline and goes on in the next moves' belief stages (the agent plays its emergency move
-meanwhile), taking in the plies played since, until it has caught up.
+The repair of a subsample that lost the truth (a resumable replay) is in the class docstring.
 """
 
 from __future__ import annotations
