@@ -54,12 +54,15 @@ values and the failure is logged and counted, so a game is never lost to the eng
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -98,6 +101,7 @@ from caligo.fow.stockfish_text import (
 )
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 @dataclass(frozen=True)
 class PoolStats:
@@ -148,6 +152,10 @@ class _Lru:
             self._data.move_to_end(key)
             if len(self._data) > self.capacity:
                 self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
 
 
 @dataclass
@@ -273,7 +281,8 @@ class StockfishPool:
             raise StockfishError("the Stockfish pool was closed")
         values = _out(out, n)
         pkey = int(zobrist_key(parent))
-        hit = self._leaves.get(pkey)
+        leaf_cache = self._caches()[0]
+        hit = leaf_cache.get(pkey)
         if hit is not None and np.array_equal(hit[0], moves[:n]):
             self._counters.add("leaf_cache_hits")
             values[:n] = hit[1]
@@ -283,7 +292,7 @@ class StockfishPool:
         values[:n] = DECIDED_VALUE[codes]
         open_ = np.flatnonzero(codes == UNDECIDED)
         if open_.size == 0:
-            self._leaves.put(pkey, (moves[:n].copy(), values[:n].copy()))
+            leaf_cache.put(pkey, (moves[:n].copy(), values[:n].copy()))
             return values
         sign = 1.0 if int(parent[W_STM]) == WHITE else -1.0
         self.engine()
@@ -311,7 +320,7 @@ class StockfishPool:
         except StockfishError as exc:
             values[open_] = self._fall_back(rows[open_], exc)
             return values
-        self._leaves.put(pkey, (moves[:n].copy(), values[:n].copy()))
+        leaf_cache.put(pkey, (moves[:n].copy(), values[:n].copy()))
         return values
 
     def evaluate(self, positions: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -334,6 +343,35 @@ class StockfishPool:
                 values[open_] = self._fall_back(positions[open_], exc)
         return values
 
+    def _caches(self) -> tuple[_Lru, _Lru]:
+        """The leaf and answer caches the calling thread reads and writes."""
+        return self._leaves, self._answers
+
+    @property
+    def width(self) -> int:
+        """How many engines a call from the calling thread spreads over (`spread`): one here;
+        `SlotPool` spreads the calls of an unbound thread over its slots."""
+        return 1
+
+    def spread(self, jobs: Sequence[Callable[[], T]]) -> list[T]:
+        """Run `jobs` (at most `width`), job i on engine i, and return their results in
+        order: here one after the other on the calling thread's engine."""
+        if len(jobs) > self.width:
+            raise ValueError(f"{len(jobs)} jobs for {self.width} engines")
+        return [job() for job in jobs]
+
+    def _search(self, fens: Sequence[bytes]) -> list[bytes]:
+        """The calling thread's engine's answers to `fens`, spread over `width` engines in
+        contiguous parts when there are several."""
+        parts = _parts(len(fens), self.width)
+        if len(parts) <= 1:
+            return self.engine().search(fens)
+        got = self.spread([functools.partial(self._search_one, fens[lo:hi]) for lo, hi in parts])
+        return [block for part in got for block in part]
+
+    def _search_one(self, fens: Sequence[bytes]) -> list[bytes]:
+        return self.engine().search(fens)
+
     def _fall_back(self, rows: np.ndarray, exc: StockfishError) -> np.ndarray:
         """White's values of rows from the built-in evaluator, after the engine failed."""
         logger.error("Stockfish failed; the built-in evaluator scores %d positions: %s",
@@ -345,19 +383,27 @@ class StockfishPool:
         """Engine answers for undecided positions rows (uint64 (k, 16)): from the cache, the
         rest from one pipelined batch on the calling thread's engine (counted in `counter`)."""
         keys = [int(zobrist_key(row)) for row in rows]
-        answers: list[Answer | None] = [self._answers.get(key) for key in keys]
+        cache = self._caches()[1]
+        answers: list[Answer | None] = [cache.get(key) for key in keys]
         todo = [j for j, a in enumerate(answers) if a is None]
         if len(todo) < len(keys):
             self._counters.add("answer_cache_hits", len(keys) - len(todo))
         if todo:
             buf = np.empty(FEN_BYTES, dtype=np.uint8)
-            blocks = self.engine().search([fen_bytes(rows[j], buf) for j in todo])
+            blocks = self._search([fen_bytes(rows[j], buf) for j in todo])
             self._counters.add(counter, len(todo))
             for j, block in zip(todo, blocks, strict=True):
                 answer = parse_answer(block, self.config.scale_cp)
                 answers[j] = answer
-                self._answers.put(keys[j], answer)
+                cache.put(keys[j], answer)
         return [a for a in answers if a is not None]
+
+
+def _parts(n: int, width: int) -> list[tuple[int, int]]:
+    """`n` items cut into at most `width` contiguous parts of near-equal size (none empty)."""
+    k = max(1, min(n, width))
+    bounds = [n * i // k for i in range(k + 1)]
+    return [(bounds[i], bounds[i + 1]) for i in range(k) if bounds[i + 1] > bounds[i]]
 
 
 def _check_leaf(parent: np.ndarray, children: np.ndarray, moves: np.ndarray) -> int:
@@ -378,8 +424,10 @@ class SlotPool(StockfishPool):
     (slot i of every search's expanders reuses one process); unbound threads use slot 0's: an
     agent calls from one thread at a time outside its search (the subgame's roots, a
     deterministic search's leaves, a move's work on its watchdog thread) and never while an
-    expander runs, so one process serves them all (a process is ~120 MB). Caches and counters
-    are the pool's.
+    expander runs (a process is ~120 MB). Those calls are spread over every started slot
+    (`width`): the subgame's construction (Stockfish's time, one core busy) took 117 ms of a
+    1 s move while the other core, whose expander waits for the search, stood idle. Counters and
+    caches are the pool's, but a spread's helper threads keep caches of their own (`_caches`).
     """
 
     def __init__(self, config: StockfishConfig | None = None) -> None:
@@ -387,10 +435,13 @@ class SlotPool(StockfishPool):
         self._slots: dict[int, StockfishEngine] = {}
         self._slot_lock = threading.Lock()
         self._bound = threading.local()
+        self._width = 1
+        self._helpers: list[ThreadPoolExecutor] = []
+        self._helper_caches: list[tuple[_Lru, _Lru]] = []
 
     def start(self, slots: int) -> None:
         """Start the engines of slots 0 .. slots-1 now (off the clock: a process takes about
-        0.1 s to start)."""
+        0.1 s to start); an unbound thread's calls spread over them from now on."""
         bound = getattr(self._bound, "slot", None)
         try:
             for slot in range(max(1, slots)):
@@ -398,6 +449,69 @@ class SlotPool(StockfishPool):
                 self.engine()
         finally:
             self._bound.slot = -1 if bound is None else bound
+        self._width = max(self._width, slots)
+
+    def _caches(self) -> tuple[_Lru, _Lru]:
+        """A spread's helper thread has caches of its own, so that what each engine is asked,
+        and so a game under an iteration budget, does not depend on which part of a spread
+        call reached a position first (the caller's part keeps the pool's)."""
+        own: tuple[_Lru, _Lru] | None = getattr(self._bound, "caches", None)
+        return own if own is not None else super()._caches()
+
+    def _helper_start(self, slot: int, caches: tuple[_Lru, _Lru]) -> None:
+        self.bind(slot)
+        self._bound.caches = caches
+
+    def new_game(self) -> None:
+        """`StockfishPool.new_game`, the helpers' caches too."""
+        super().new_game()
+        with self._slot_lock:
+            for leaves, answers in self._helper_caches:
+                leaves.clear()
+                answers.clear()
+
+    @property
+    def width(self) -> int:
+        """Every started slot for an unbound thread (the agent's own calls), one for a thread
+        bound to a slot (an expander, or a part of a spread call)."""
+        return 1 if getattr(self._bound, "slot", -1) >= 0 else self._width
+
+    def spread(self, jobs: Sequence[Callable[[], T]]) -> list[T]:
+        """Run `jobs` (at most `width`) at once and return their results in order: job 0 on
+        the calling thread with slot 0's engine, job i on a helper thread bound to slot i
+        (started at the first spread). Every job has ended when this returns or raises (the
+        first error of a job is raised)."""
+        if len(jobs) <= 1:
+            return super().spread(jobs)
+        if len(jobs) > self.width:
+            raise ValueError(f"{len(jobs)} jobs for {self.width} engines")
+        with self._slot_lock:
+            if self._closed:
+                raise StockfishError("the Stockfish pool was closed")
+            while len(self._helpers) < len(jobs) - 1:
+                slot = len(self._helpers) + 1
+                caches = (_Lru(self.config.cache_entries), _Lru(self.config.cache_entries))
+                self._helper_caches.append(caches)
+                self._helpers.append(ThreadPoolExecutor(
+                    1, thread_name_prefix=f"stockfish-slot-{slot}",
+                    initializer=self._helper_start, initargs=(slot, caches)))
+            helpers = self._helpers[: len(jobs) - 1]
+        futures = [h.submit(job) for h, job in zip(helpers, jobs[1:], strict=True)]
+        self._bound.slot = 0
+        try:
+            first = jobs[0]()
+        finally:
+            self._bound.slot = -1
+            wait(futures)
+        return [first] + [f.result() for f in futures]
+
+    def close(self) -> None:
+        """Stop every engine process and the helper threads; idempotent."""
+        super().close()
+        with self._slot_lock:
+            helpers, self._helpers = self._helpers, []
+        for h in helpers:
+            h.shutdown(wait=True)
 
     def bind(self, slot: int) -> None:
         """Use slot `slot`'s engine on the calling thread from now on."""

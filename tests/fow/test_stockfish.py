@@ -474,3 +474,57 @@ def test_one_slot_engine_asked_from_two_threads_answers_each_its_own() -> None:
     # not on which thread asked: the same positions score as alone, within that drift
     np.testing.assert_allclose(got["a"], alone[0], atol=0.2)
     np.testing.assert_allclose(got["b"], alone[1], atol=0.2)
+
+
+@needs_stockfish
+def test_an_unbound_call_spreads_over_the_started_slots() -> None:
+    """A SlotPool started with two slots: a call from an unbound thread (the agent's own, the
+    subgame's roots) gives each engine a contiguous half of the positions, answered as one
+    engine answers them (the reference: a one-slot pool; up to Stockfish's drift between call
+    orders, as above); a thread bound to a slot (an expander) keeps to its own engine; an
+    error in one part is raised once every part has ended."""
+    import threading
+
+    from caligo.fow.stockfish import SlotPool
+
+    rows = [p for p in random_positions(400, seed=71) if decided(p[None, :].copy())[0] == 0]
+    positions = np.ascontiguousarray(np.stack(rows[:41]))
+    with SlotPool(StockfishConfig(cache_entries=0)) as one:
+        one.start(1)
+        assert one.width == 1
+        alone = one.evaluate(positions)
+    with SlotPool(StockfishConfig(cache_entries=0)) as pool:
+        pool.start(2)
+        assert pool.width == 2
+        spread = pool.evaluate(positions)
+        calls = [pool._slots[s].calls for s in (0, 1)]
+        assert calls == [20, 21]  # contiguous halves, one per engine
+        assert pool.stats().own_calls == 41 and pool.stats().restarts == 0
+        np.testing.assert_allclose(spread, alone, atol=0.2)
+
+        widths: list[int] = []
+
+        def expander() -> None:
+            pool.bind(0)
+            widths.append(pool.width)
+            pool.evaluate(positions[:4])
+
+        th = threading.Thread(target=expander)
+        th.start()
+        th.join()
+        assert widths == [1] and pool._slots[0].calls == 24 and pool._slots[1].calls == 21
+
+        ended: list[str] = []
+
+        def fails() -> None:
+            raise StockfishError("part 0 failed")
+
+        def slow() -> None:
+            threading.Event().wait(0.05)
+            ended.append("part 1")
+
+        with pytest.raises(StockfishError, match="part 0 failed"):
+            pool.spread([fails, slow])
+        assert ended == ["part 1"]
+        with pytest.raises(ValueError, match="3 jobs for 2 engines"):
+            pool.spread([slow, slow, slow])
