@@ -20,7 +20,9 @@ key together with the player's own action. `state_key` is the Zobrist key
 (`SimpleEvaluator`, `StockfishPool`): White's (player 0's) values in [-1, 1], one
 `children(parent, children, moves)` call per expanded leaf (one MultiPV call for Stockfish),
 the whole batch in one call for the built-in evaluator. `StockfishPool` gives every calling
-thread its own engine process, so one pool serves all expander threads.
+thread its own engine process, so one pool serves all expander threads; a call made outside the
+search (the subgame's roots) is spread over the pool's `width` engines (`StockfishPool.spread`),
+which `width` tells the expander.
 
 Thread safety: expander threads may call `expand` concurrently. Rows are reserved and written
 under one lock (the store may be reallocated while it is held); readers take the store
@@ -31,6 +33,7 @@ remap their state ids with its result (`compact_arena` does it for a search aren
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -56,6 +59,7 @@ from caligo.fow.position import (
     from_fen,
     move_to_uci,
 )
+from caligo.fow.stockfish import StockfishPool
 from caligo.limits import Overdue
 from caligo.search.arena import Arena
 from caligo.search.config import SearchError
@@ -312,11 +316,28 @@ class FowEvaluator:
         par = self.game.positions(parents)
         moves = np.ascontiguousarray(batch.action, dtype=np.uint16)
         ptr = batch.ptr
-        for i in range(par.shape[0]):
-            lo, hi = int(ptr[i]), int(ptr[i + 1])
-            if hi > lo:
-                self.leaf.children(par[i], kids[lo:hi], moves[lo:hi], values[lo:hi])
+        leaf = self.leaf
+
+        def run(first: int, last: int) -> None:  # the parents first .. last-1, in order
+            for i in range(first, last):
+                lo, hi = int(ptr[i]), int(ptr[i + 1])
+                if hi > lo:
+                    leaf.children(par[i], kids[lo:hi], moves[lo:hi], values[lo:hi])
+
+        m = par.shape[0]
+        w = min(self.width, m)
+        if w > 1 and isinstance(leaf, StockfishPool):
+            cuts = [m * j // w for j in range(w + 1)]
+            leaf.spread([functools.partial(run, cuts[j], cuts[j + 1]) for j in range(w)])
+        else:
+            run(0, m)
         return values
+
+    @property
+    def width(self) -> int:
+        """Leaves a `children` call evaluates at once (on as many engines) from the calling
+        thread: the Stockfish pool's `width`, else 1."""
+        return self.leaf.width if isinstance(self.leaf, StockfishPool) else 1
 
     def states(self, states: I64) -> np.ndarray:
         """White's value of each state."""

@@ -446,8 +446,9 @@ LEAF_PACE_S = 5e-3
 MultiPV call on a loaded machine."""
 
 BATCH_PACE_S = 2e-4
-"""While no recent leaf cost more (`Pace.peak`: Stockfish's cache hits pull the pace under
-it), a timed expansion batches leaves (built-in evaluator); else one a call (Stockfish)."""
+"""While no recent leaf cost more (`Pace.peak`: Stockfish's cache hits pull the pace under it),
+a timed expansion batches leaves (built-in evaluator); else a leaf an engine a call (Stockfish;
+an evaluator may have `width` > 1 engines, evaluating that many leaves of a call at once)."""
 
 
 class ArenaFullError(SearchError):
@@ -455,11 +456,9 @@ class ArenaFullError(SearchError):
 
 
 class Expander:
-    """Expands claimed leaves of an arena with a game and an evaluator (module docstring).
-
-    One instance per expander thread: it owns its evaluator and its random state. `alloc_lock`
-    guards the row counter when several expanders share the arena.
-    """
+    """Expands claimed leaves of an arena with a game and an evaluator (module docstring): one
+    per expander thread, owning its evaluator and its random state; `alloc_lock` guards the row
+    counter when several expanders share the arena."""
 
     def __init__(self, arena: Arena, game: SearchGame, evaluator: Evaluator, seed: int,
                  alloc_lock: threading.Lock | None = None) -> None:
@@ -494,8 +493,9 @@ class Expander:
 
         With a `deadline` the evaluator is called on as many leaves at a time as fit before its
         soft instant at `pace` (seconds per leaf, measured here; one leaf a call without a
-        pace, at its first guess, or after a recent leaf above `BATCH_PACE_S`: `Pace.peak`),
-        at least the first; the rest are unclaimed and `Pending.leaves` says which were."""
+        pace, at its first guess, or after a recent leaf above `BATCH_PACE_S`: `Pace.peak`;
+        its `width` of them), at least the first; the rest are unclaimed, `Pending.leaves`
+        says which were."""
         a = self.arena
         leaves = np.asarray(leaves, dtype=np.int32)
         if leaves.size == 0:
@@ -507,12 +507,12 @@ class Expander:
                                           dtype=np.float64)
         else:
             values = np.empty(batch.state.shape[0], dtype=np.float64)
-            k = 0
+            k, width = 0, max(1, int(getattr(self.evaluator, "width", 1)))
             while k < leaves.size:
                 fit = (pace.units_by(deadline) if pace is not None
                        else int(not deadline.soft_passed()))
                 if pace is None or pace.samples == 0 or pace.peak > BATCH_PACE_S:
-                    fit = min(fit, 1)  # one leaf a call: unmeasured, or dear leaves seen
+                    fit = min(fit, width)  # a leaf an engine: unmeasured, or dear leaves seen
                 m = max(min(fit, leaves.size - k), 1 if k == 0 else 0)
                 if m < 1:
                     break

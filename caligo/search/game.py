@@ -151,7 +151,9 @@ class Belief(Protocol):
 
 
 class Evaluator(Protocol):
-    """Heuristic values in player 0's utility (module docstring)."""
+    """Heuristic values in player 0's utility (module docstring). An evaluator may also have
+    `width`: how many leaves a `children` call evaluates at once, on as many engines (1 when
+    it has none; `Expander.expand` sizes its timed calls by it)."""
 
     def children(self, parents: I64, batch: ChildBatch) -> np.ndarray:
         """float64[n]: a value for every child in `batch` (terminal ones are overwritten)."""

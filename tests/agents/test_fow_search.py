@@ -26,6 +26,7 @@ from caligo.agents.fow_search import (
     compact_arena,
     evaluator_factory,
 )
+from caligo.agents.obscuro_config import stockfish_available
 from caligo.errors import CaligoError
 from caligo.fow.belief import BeliefConfig
 from caligo.fow.evaluate import SimpleEvaluator
@@ -180,6 +181,39 @@ def test_evaluator_adapter_matches_the_leaf_evaluator() -> None:
     np.testing.assert_array_equal(ev2.children(parents, batch), ev.children(parents, batch))
     assert PerLeaf.calls == parents.size
     np.testing.assert_array_equal(ev2.states(parents), simple.evaluate(game.positions(parents)))
+    assert ev.width == 1 and ev2.width == 1
+
+
+@pytest.mark.skipif(not stockfish_available(), reason="Stockfish is not installed (Debian "
+                    "package `stockfish`; CI installs it)")
+def test_a_two_engine_pool_splits_the_leaves_of_a_call() -> None:
+    """`FowEvaluator.children` over a pool of width 2 (the agent's own call): each engine
+    scores a contiguous half of the 60 leaves, with the values one engine gives them (the
+    reference: the same pool's slot-0 engine alone, bound as an expander; up to Stockfish's
+    drift between call orders, tests/fow/test_stockfish.py, and an expander keeps to its
+    own engine)."""
+    from caligo.fow.stockfish import SlotPool, StockfishConfig
+
+    game, parents = _parents(60, 6)
+    batch = game.expand(parents)
+    with SlotPool(StockfishConfig(cache_entries=0)) as pool:
+        pool.start(2)
+        ev = FowEvaluator(game, pool)
+        assert ev.width == 2
+        spread = ev.children(parents, batch)
+        calls = [pool._slots[s].calls for s in (0, 1)]
+        stats = pool.stats()
+        # a MultiPV call a leaf Stockfish can take and the own calls: 30 leaves an engine
+        assert sum(calls) == stats.leaf_calls + stats.own_calls and stats.leaf_calls >= 50
+        assert min(calls) >= 25
+        pool.bind(0)
+        assert ev.width == 1
+        alone = ev.children(parents, batch)
+        assert pool._slots[1].calls == calls[1]  # an expander keeps to its own engine
+    # depth-1 MultiPV scores of random positions drift more than single ones: 2 of 1,727
+    # children moved by 0.5 and 0.8 between the two call orders
+    off = np.abs(spread - alone)
+    assert np.median(off) < 0.01 and np.mean(off > 0.2) < 0.01
 
 
 def _play_random(seed: int, plies: int) -> Game:

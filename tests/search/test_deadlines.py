@@ -256,6 +256,14 @@ def test_an_expansion_sizes_its_evaluator_calls_by_the_pace() -> None:
     pending = ex.expand(todo, Deadline(10.0, 10.0, clock), measured(2 * X.BATCH_PACE_S))
     assert pending is not None and calls == [1] * todo.size
     X.commit(a, pending, True)
+    # the same evaluator with two engines (`width`, a Stockfish pool's two slots): two
+    # leaves a call, scored at once
+    todo = next_leaves()
+    ev.width = 2  # type: ignore[attr-defined]
+    pending = ex.expand(todo, Deadline(10.0, 10.0, clock), measured(2 * X.BATCH_PACE_S))
+    assert pending is not None and calls == [2] * (todo.size // 2) + [1] * (todo.size % 2)
+    X.commit(a, pending, True)
+    del ev.width  # type: ignore[attr-defined]
     ev.cost = 1e-5
     # room for two leaves at the pace: the first call takes two, and the pace it measures
     # (several children a leaf) leaves no room for a second call
