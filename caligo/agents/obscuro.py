@@ -38,10 +38,10 @@ rather than crashing. ZS21 shares the mechanism.
 Stockfish processes: the search starts fresh expander threads at every move, and
 `StockfishPool` binds an engine to a thread, so a plain pool would start new processes every
 move. `SlotPool` (`caligo.fow.stockfish`) binds engines to expander *slots* instead (slot i of
-every search reuses the same process), and the calling thread to one more engine. The
-processes are started once per agent (its first game) and get `ucinewgame` at every later
-one, so a game's scores are those of fresh processes and a game starts without starting a
-process.
+every search reuses the same process); the agent's own calls (the subgame's roots) spread over
+all `ObscuroConfig.slots` engines. The processes are started once per agent (its first game)
+and get `ucinewgame` at every later one, so a game's scores are those of fresh processes and a
+game starts without starting a process.
 
 Options (`obscuro:key=value,...`, `ObscuroConfig.from_options`): see `OPTIONS_HELP`; the
 settings live in `caligo.agents.obscuro_config`.
@@ -267,10 +267,10 @@ class ObscuroAgent(AgentBase):
             if cfg.uses_stockfish:
                 if self.resources is not None:
                     self._pool = self.resources.get(
-                        ("obscuro", cfg.stockfish, cfg.expanders),
-                        lambda: _started(SlotPool(cfg.stockfish), cfg.expanders))
+                        ("obscuro", cfg.stockfish, cfg.slots),
+                        lambda: _started(SlotPool(cfg.stockfish), cfg.slots))
                 else:
-                    self._pool = _started(SlotPool(cfg.stockfish), cfg.expanders)
+                    self._pool = _started(SlotPool(cfg.stockfish), cfg.slots)
                     self._leaf = self._pool
                     return self._leaf
                 self._leaf = self._pool

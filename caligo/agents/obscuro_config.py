@@ -112,8 +112,8 @@ OPTIONS_HELP = (
     "subgame when no ablation overrides it), preset=obscuro|safe|obscuro_fix (the subgame "
     "construction of `caligo.search.config.PRESETS`; not with subgame=), carry=profile_only|"
     "profile_and_regrets (what the next move's search keeps), expand=R (expansions "
-    "per iteration under an iteration budget), roots=N, expanders=N, nodes=N (arena "
-    "capacity), belief=N (P cap), seed=N, stockfish=PATH"
+    "per iteration under an iteration budget), roots=N, expanders=N, engines=N (Stockfish "
+    "processes), nodes=N (arena capacity), belief=N (P cap), seed=N, stockfish=PATH"
 )
 
 
@@ -129,7 +129,10 @@ class ObscuroConfig:
     cumulative regrets and predictions with `PROFILE_AND_REGRETS`). expand_ratio: leaf
     expansions per solver iteration under an iteration budget (the deterministic schedule
     spreads them over the iterations). min_roots: Fig. 9's MININFOSETSIZE. expanders: expander
-    threads under a time budget. max_nodes: the arena's capacity. belief_cap: P's memory cap
+    threads under a time budget. engines: Stockfish processes (`slots`: at least one per
+    expander); the search's expanders use theirs, and the agent's own calls outside the
+    search (the subgame's roots and their expansion, while the solver's core is idle) are
+    spread over all of them. max_nodes: the arena's capacity. belief_cap: P's memory cap
     in positions. seed: mixed into every game's seed.
     stockfish: the StockfishPool settings (path, own-call cap, ...). time: the timing policy
     (`caligo.agents.timing`).
@@ -144,6 +147,7 @@ class ObscuroConfig:
     expand_ratio: float = 0.25
     min_roots: int = 256
     expanders: int = 1
+    engines: int = 2
     expander_batch: int = 4
     max_nodes: int = 2_000_000
     belief_cap: int = 2_000_000
@@ -164,7 +168,7 @@ class ObscuroConfig:
             math.isfinite(self.expand_ratio) and self.expand_ratio > 0
         ):
             raise ObscuroConfigError(f"expand_ratio must be > 0: {self.expand_ratio!r}")
-        for name, lo in (("min_roots", 0), ("expanders", 1), ("expander_batch", 1),
+        for name, lo in (("min_roots", 0), ("expanders", 1), ("engines", 1), ("expander_batch", 1),
                          ("max_nodes", 1024), ("belief_cap", 1)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < lo:
@@ -179,6 +183,11 @@ class ObscuroConfig:
         if self.budget.kind is TcKind.CLOCK:
             raise ObscuroConfigError(f"the budget option is auto, iters=N or mt=SECONDS, not a "
                                      f"clock: {self.budget}")
+
+    @property
+    def slots(self) -> int:
+        """The Stockfish processes of the agent's pool (`SlotPool` slots)."""
+        return max(self.engines, self.expanders)
 
     @property
     def uses_stockfish(self) -> bool:
@@ -207,7 +216,7 @@ class ObscuroConfig:
         OptionError or ObscuroConfigError quoting them."""
         opts = OptionReader("obscuro", options, (
             "budget", "eval", "ablation", "subgame", "preset", "carry", "expand", "roots",
-            "expanders", "nodes", "belief", "seed", "stockfish"))
+            "expanders", "engines", "nodes", "belief", "seed", "stockfish"))
         kw: dict[str, Any] = {}
         if "budget" in opts:
             kw["budget"] = parse_budget(opts.text("budget"))
@@ -220,7 +229,8 @@ class ObscuroConfig:
         if "expand" in opts:
             kw["expand_ratio"] = opts.number("expand")
         for key, name in (("roots", "min_roots"), ("expanders", "expanders"),
-                          ("nodes", "max_nodes"), ("belief", "belief_cap"), ("seed", "seed")):
+                          ("engines", "engines"), ("nodes", "max_nodes"),
+                          ("belief", "belief_cap"), ("seed", "seed")):
             if key in opts:
                 kw[name] = opts.integer(key)
         if "stockfish" in opts:

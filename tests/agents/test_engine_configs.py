@@ -38,7 +38,8 @@ from caligo.search.config import (
 OBSCURO_BAD: list[tuple[str, Any]] = [
     ("evaluator", "simple"), ("ablation", "klss"), ("subgame", "kluss"), ("budget", "mt=1"),
     ("expand_ratio", 0), ("expand_ratio", math.nan), ("expand_ratio", math.inf),
-    ("min_roots", -1), ("expanders", 0), ("expander_batch", 0), ("max_nodes", 1023),
+    ("min_roots", -1), ("expanders", 0), ("engines", 0), ("engines", 1.5),
+    ("expander_batch", 0), ("max_nodes", 1023),
     ("belief_cap", 0), ("max_nodes", True), ("belief_cap", 2.5), ("seed", "7"), ("seed", False),
     ("preset", "safe"), ("budget", TimeControl.parse("180+2")),
     ("carry_over", "profile_and_regrets"),
@@ -87,12 +88,14 @@ def test_obscuro_options_fill_the_fields_they_name() -> None:
     cfg = ObscuroConfig.from_options({
         "budget": "iters=300", "eval": "simple", "ablation": "two_sided", "expand": "0.5",
         "roots": "64", "expanders": "2", "nodes": "50000", "belief": "1000", "seed": "9",
-        "stockfish": "/nowhere/stockfish"})
+        "stockfish": "/nowhere/stockfish", "engines": "3"})
     assert cfg.budget == TimeControl(TcKind.ITERATIONS, iterations=300)
     assert cfg.evaluator is EvalChoice.SIMPLE and cfg.ablation is Ablation.TWO_SIDED
     assert (cfg.expand_ratio, cfg.min_roots, cfg.expanders, cfg.max_nodes, cfg.belief_cap,
             cfg.seed) == (0.5, 64, 2, 50_000, 1000, 9)
     assert cfg.stockfish.path == "/nowhere/stockfish"
+    assert cfg.engines == 3 and cfg.slots == 3
+    assert ObscuroConfig(expanders=4).slots == 4 and ObscuroConfig().slots == 2
     assert ObscuroConfig.from_options({"preset": "obscuro_fix"}).preset is Preset.OBSCURO_FIX
     for carry in CarryOver:  # carry=: the search's carry-over, Obscuro's by default
         got = ObscuroConfig.from_options({"carry": carry.value, "preset": "safe"})

@@ -229,16 +229,19 @@ def test_an_overdue_move_is_answered_and_its_work_ends_off_the_clock() -> None:
 
 @pytest.mark.parametrize("evaluator", ["simple", pytest.param("stockfish", marks=needs_sf)])
 def test_fixed_iterations_are_deterministic(evaluator: str) -> None:
-    """Same seeds, fixed iterations: the same game, move for move, and the same trees."""
+    """Same seeds, fixed iterations: the same game, move for move, the same trees, values and
+    policies (with Stockfish, two engines: the agent's own calls spread over both, and each
+    must be asked the same positions in the same order both times)."""
 
-    def game() -> tuple[list[str], list[int]]:
+    def game() -> tuple[list[str], list[tuple[int, float, str]]]:
         agent = create(f"obscuro:budget=iters=60,eval={evaluator}")
         try:
             s = play(agent, RandomAgent(seed=2), "none", seed=11, agent_white=False)
         finally:
             agent.close()
-        nodes = [p.decision.info["nodes"] for p in own_plies(s, 1)]  # type: ignore[union-attr]
-        return [p.uci for p in s.plies], nodes
+        searched = [(i["nodes"], i["value"], json.dumps(i["policy"], sort_keys=True))
+                    for p in own_plies(s, 1) if (i := p.decision.info)]  # type: ignore[union-attr]
+        return [p.uci for p in s.plies], searched
 
     first, second = game(), game()
     assert first == second and len(first[0]) > 4
@@ -404,8 +407,9 @@ def test_obscuro_is_the_strongest_agent() -> None:
 @needs_sf
 def test_stockfish_processes_are_reused_across_searches_and_games() -> None:
     """The search starts new expander threads every move; the slot pool keeps one engine per
-    expander slot (the calling thread shares slot 0's: it never calls while an expander
-    runs), for the whole game and the next one: the same processes, given `ucinewgame`."""
+    slot (the expanders' and the agent's own calls spread over all `ObscuroConfig.slots`: it
+    never calls while an expander runs), for the whole game and the next one: the same
+    processes, given `ucinewgame`."""
     agent = ObscuroAgent(clock=CPU)
     try:
         # the reuse is checked here, not the timing (test_move_time_is_kept does that): the
@@ -417,7 +421,7 @@ def test_stockfish_processes_are_reused_across_searches_and_games() -> None:
         pool = agent._pool
         assert isinstance(pool, SlotPool)
         pids = sorted(e.pid or 0 for e in pool._engines)
-        assert pool.stats().engines == agent.config.expanders
+        assert pool.stats().engines == agent.config.slots == 2
         assert pool.stats().restarts == 0 and pool.stats().leaf_calls > 0
         s = play(agent, RandomAgent(seed=7), "mt=0.25", seed=42, clock=CPU, timemargin_ms=1000)
         check_clean(s, 0)
