@@ -16,6 +16,10 @@ The part of `caligo bench engine` that needs no search (issue 9). `measure(short
   positions; `expand_ratio` against `expand_reference` (the pure-Python reference).
 - builtin_nodes_per_s: children scored per second by `SimpleEvaluator.children`, one call per
   leaf as the search makes them; `builtin_ratio` against `evaluate_reference` (python-chess).
+- spread_roots_ratio, spread_leaves_ratio: the agent's own calls outside its search (a
+  subgame's roots as single positions, and leaves) on one Stockfish engine over the same
+  calls spread over two (`SlotPool.spread`), interleaved round by round: the reference is the
+  one-engine pool. About 2 on an idle 2-core machine.
 
 Targets (issue 9, 2 cores): sf_call_ms <= 0.8; builtin_nodes_per_s >= 200,000; the search's
 >= 1,000 expansions/s leaves the expansion kernel a small share of that budget.
@@ -189,6 +193,37 @@ def _leaf_ms(
     return 1000 * total / len(leaves), stats.own_calls / len(leaves)
 
 
+def _spread_ms(pos: list[np.ndarray], path: str, rounds: int) -> dict[str, float]:
+    """The agent's own calls outside the search (a subgame's roots, and the children of the
+    roots of its infoset) on a one-engine pool and on a two-engine one (`SlotPool.spread`),
+    interleaved round by round, cache off, Obscuro's own-call cap: ms for all of `pos` as
+    single positions and as leaves (`FowEvaluator.children`, one call for all)."""
+    from caligo.agents.fow_search import FowEvaluator, FowSearchGame
+    from caligo.fow.stockfish import SlotPool
+
+    game = FowSearchGame()
+    states = game.add_positions(np.array(pos, dtype=np.uint64))
+    leaves = states[:: max(1, len(pos) // 48)]
+    batch = game.expand(leaves)
+    rows = np.ascontiguousarray(np.array(pos, dtype=np.uint64))
+    config = StockfishConfig(path=path, cache_entries=0, own_call_cap=8)
+    totals = {"roots_1": 0.0, "roots_2": 0.0, "leaves_1": 0.0, "leaves_2": 0.0}
+    with SlotPool(config) as one, SlotPool(config) as two:
+        one.start(1)
+        two.start(2)
+        for _ in range(rounds):
+            for width, pool in (("1", one), ("2", two)):
+                t = time.perf_counter()
+                pool.evaluate(rows)
+                totals["roots_" + width] += time.perf_counter() - t
+                t = time.perf_counter()
+                FowEvaluator(game, pool).children(leaves, batch)
+                totals["leaves_" + width] += time.perf_counter() - t
+    out = {k: 1000 * v / rounds for k, v in totals.items()}
+    out["leaves"] = float(leaves.size)
+    return out
+
+
 def _expansions(leaves: list[np.ndarray], rounds: int) -> tuple[float, float]:
     """Expansions per second of the kernel (one Python call each) and of the reference."""
     b = ExpandBuffers.allocate()
@@ -247,6 +282,7 @@ def measure(short: bool) -> dict[str, float]:
     capped_ms, capped_own = _leaf_ms(rand, path, cap=8)
     expansions, expand_ref = _expansions(pos, 5 if short else 50)
     builtin, builtin_ref = _builtin(pos, 5 if short else 50)
+    spread = _spread_ms(pos, path, 3 if short else 10)
     print(f"FoW leaf evaluation: {len(pos)} middlegame positions (12 openings + children)")
     print(
         f"  sf_call_ms           {sf_ms:>12.3f}   raw pipes, depth 1, MultiPV 256, "
@@ -266,7 +302,13 @@ def measure(short: bool) -> dict[str, float]:
         f"  builtin_nodes_per_s  {builtin:>12,.0f}   SimpleEvaluator.children (target >= "
         f"200,000)\n"
         f"  builtin_ratio        {builtin / builtin_ref:>12.0f}   over evaluate_reference "
-        f"({builtin_ref:,.0f}/s)"
+        f"({builtin_ref:,.0f}/s)\n"
+        f"  roots_ms (2 engines) {spread['roots_2']:>12.1f}   {len(pos)} positions, one "
+        f"engine: {spread['roots_1']:.1f} ms, spread_roots_ratio "
+        f"{spread['roots_1'] / spread['roots_2']:.2f}\n"
+        f"  leaves_ms (2 engines){spread['leaves_2']:>12.1f}   {spread['leaves']:.0f} leaves, "
+        f"one engine: {spread['leaves_1']:.1f} ms, spread_leaves_ratio "
+        f"{spread['leaves_1'] / spread['leaves_2']:.2f}"
     )
     return {
         "sf_call_ms": sf_ms,
@@ -280,6 +322,8 @@ def measure(short: bool) -> dict[str, float]:
         "expand_ratio": expansions / expand_ref,
         "builtin_nodes_per_s": builtin,
         "builtin_ratio": builtin / builtin_ref,
+        "spread_roots_ratio": spread["roots_1"] / spread["roots_2"],
+        "spread_leaves_ratio": spread["leaves_1"] / spread["leaves_2"],
     }
 
 
@@ -290,7 +334,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     short = args.short or os.environ.get("CALIGO_SHORT") == "1"
     r = measure(short)
-    keys = ("sf_call_ms", "sf_ratio", "expansions_per_s", "builtin_nodes_per_s")
+    keys = ("sf_call_ms", "sf_ratio", "expansions_per_s", "builtin_nodes_per_s",
+            "spread_roots_ratio", "spread_leaves_ratio")
     print("engine_eval " + " ".join(f"{k}={r[k]:.6g}" for k in keys))
     return 0
 
