@@ -19,7 +19,8 @@ The part of `caligo bench engine` that needs no search (issue 9). `measure(short
 - spread_roots_ratio, spread_leaves_ratio: the agent's own calls outside its search (a
   subgame's roots as single positions, and leaves) on one Stockfish engine over the same
   calls spread over two (`SlotPool.spread`), interleaved round by round: the reference is the
-  one-engine pool. About 2 on an idle 2-core machine.
+  one-engine pool. 1.76 and 1.40 on the idle 2-core machine (the leaves' Python work holds
+  the GIL), about 1 with both cores busy.
 
 Targets (issue 9, 2 cores): sf_call_ms <= 0.8; builtin_nodes_per_s >= 200,000; the search's
 >= 1,000 expansions/s leaves the expansion kernel a small share of that budget.

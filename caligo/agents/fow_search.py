@@ -59,7 +59,7 @@ from caligo.fow.position import (
     from_fen,
     move_to_uci,
 )
-from caligo.fow.stockfish import StockfishPool
+from caligo.fow.stockfish import StockfishPool, split_evenly
 from caligo.limits import Overdue
 from caligo.search.arena import Arena
 from caligo.search.config import SearchError
@@ -324,13 +324,11 @@ class FowEvaluator:
                 if hi > lo:
                     leaf.children(par[i], kids[lo:hi], moves[lo:hi], values[lo:hi])
 
-        m = par.shape[0]
-        w = min(self.width, m)
-        if w > 1 and isinstance(leaf, StockfishPool):
-            cuts = [m * j // w for j in range(w + 1)]
-            leaf.spread([functools.partial(run, cuts[j], cuts[j + 1]) for j in range(w)])
+        parts = split_evenly(par.shape[0], self.width)
+        if len(parts) > 1 and isinstance(leaf, StockfishPool):
+            leaf.spread([functools.partial(run, lo, hi) for lo, hi in parts])
         else:
-            run(0, m)
+            run(0, par.shape[0])
         return values
 
     @property

@@ -363,7 +363,7 @@ class StockfishPool:
     def _search(self, fens: Sequence[bytes]) -> list[bytes]:
         """The calling thread's engine's answers to `fens`, spread over `width` engines in
         contiguous parts when there are several."""
-        parts = _parts(len(fens), self.width)
+        parts = split_evenly(len(fens), self.width)
         if len(parts) <= 1:
             return self.engine().search(fens)
         got = self.spread([functools.partial(self._search_one, fens[lo:hi]) for lo, hi in parts])
@@ -399,7 +399,7 @@ class StockfishPool:
         return [a for a in answers if a is not None]
 
 
-def _parts(n: int, width: int) -> list[tuple[int, int]]:
+def split_evenly(n: int, width: int) -> list[tuple[int, int]]:
     """`n` items cut into at most `width` contiguous parts of near-equal size (none empty)."""
     k = max(1, min(n, width))
     bounds = [n * i // k for i in range(k + 1)]
@@ -550,5 +550,6 @@ __all__ = [
     "move_keys",
     "parse_answer",
     "score_value",
+    "split_evenly",
     "uci_key",
 ]

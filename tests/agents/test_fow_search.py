@@ -26,7 +26,6 @@ from caligo.agents.fow_search import (
     compact_arena,
     evaluator_factory,
 )
-from caligo.agents.obscuro_config import stockfish_available
 from caligo.errors import CaligoError
 from caligo.fow.belief import BeliefConfig
 from caligo.fow.evaluate import SimpleEvaluator
@@ -41,6 +40,7 @@ from caligo.search.game import TERMINAL, KeyMode
 from tests.clocks import Ticker
 from tests.conftest import SHORT
 from tests.fow.test_expand import random_positions
+from tests.fow.test_stockfish import needs_stockfish
 
 
 def _parents(n: int, seed: int) -> tuple[FowSearchGame, np.ndarray]:
@@ -184,8 +184,7 @@ def test_evaluator_adapter_matches_the_leaf_evaluator() -> None:
     assert ev.width == 1 and ev2.width == 1
 
 
-@pytest.mark.skipif(not stockfish_available(), reason="Stockfish is not installed (Debian "
-                    "package `stockfish`; CI installs it)")
+@needs_stockfish
 def test_a_two_engine_pool_splits_the_leaves_of_a_call() -> None:
     """`FowEvaluator.children` over a pool of width 2 (the agent's own call): each engine
     scores a contiguous half of the 60 leaves, with the values one engine gives them (the
