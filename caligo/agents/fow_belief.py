@@ -66,7 +66,7 @@ class FowBelief:
     A replay that passes its deadline (`settle`'s `repair_by`) is kept (`repairing`) and goes
     on at the next `settle`, taking in the plies played meanwhile; while it runs, and for good
     if no replay survives, P is unavailable (`lost`: the agent plays its emergency move,
-    `caligo.agents.fow_search.emergency_move`) rather than raising into the agent. `repairs`
+    `caligo.agents.emergency`) rather than raising into the agent. `repairs`
     counts the replays that succeeded.
     """
 

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from caligo.agents.base import Decision
+from caligo.agents.emergency import emergency_move
 from caligo.agents.fow_kernels import (
     _count_kernel,
     _describe_kernel,
@@ -53,7 +54,6 @@ from caligo.errors import CaligoError
 from caligo.fow.evaluate import LeafEvaluator, SimpleEvaluator
 from caligo.fow.observation import Observation
 from caligo.fow.position import (
-    KING,
     POS_WORDS,
     STARTING_FEN,
     from_fen,
@@ -111,21 +111,6 @@ def overdue_answer(name: str, out: Overdue[Any], answer_ms: float,
                 f"{out.where or '?'}); played {move_to_uci(move)}")
     return Decision(move, info={"overdue": True, "overdue_moves": late,
                                 "late_ms": round(1000.0 * out.late_s, 1)})
-
-
-def emergency_move(history: Sequence[tuple[int | None, Observation]], color: int,
-                   legal: Sequence[int], rng: np.random.Generator) -> int:
-    """A move with no search behind it (P lost, or a move's work overdue): capture a visible
-    king, else a uniformly drawn legal move. Reads only the last observation of `history`
-    (the agent's `(own move, observation)` transcript): safe beside a search still running."""
-    obs = history[-1][1] if history else None
-    move = int(legal[int(rng.integers(len(legal)))])
-    if obs is not None:
-        king = obs.pieces[(1 - color) * 6 + KING] & obs.visible
-        if king:
-            sq = king.bit_length() - 1
-            move = next((int(m) for m in legal if (int(m) >> 6) & 63 == sq), move)
-    return move
 
 
 # --- the game --------------------------------------------------------------------------------

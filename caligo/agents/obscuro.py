@@ -30,9 +30,9 @@ a stall that no poll can cut is answered at the plan's answer instant with the e
 (`overdue` in the analysis), and the work ends on the opponent's time.
 
 P's memory cap: when the capped subsample loses every position consistent with an
-observation, `FowBelief` (`caligo.agents.fow_search`) replays the observations since the last
+observation, `FowBelief` (`caligo.agents.fow_belief`) replays the observations since the last
 exact P with fresh sampling salts; if none survives, P is given up for the rest of the game (the
-agent then plays its emergency move: a visible king captured, else a uniformly drawn legal move)
+agent then plays its emergency move, `caligo.agents.emergency`: a one-ply static judgement)
 rather than crashing. ZS21 shares the mechanism.
 
 Stockfish processes: the search starts fresh expander threads at every move, and
@@ -528,10 +528,10 @@ class ObscuroAgent(AgentBase):
         return Decision(move, info={"belief_lost": True, "repairs": self._belief.repairs})
 
     def _fallback(self, legal: Sequence[int], exc: BaseException) -> Decision:
-        """A uniformly drawn legal move after a failed search; the tree is dropped (the next
-        decisions sample their roots afresh)."""
+        """The emergency move after a failed search; the tree is dropped (the next decisions
+        sample their roots afresh)."""
         assert self._search is not None
-        move = int(legal[int(self._rng.integers(len(legal)))])
+        move = emergency_move(self.history, self.color, legal, self._rng)
         self._search.force(move)
         self._search.reset_tree()
         self._fallbacks += 1
