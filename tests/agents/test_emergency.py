@@ -14,6 +14,7 @@ Expected values and where they come from:
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 
 import chess
 import numpy as np
@@ -46,37 +47,42 @@ def _best(fen: str) -> set[str]:
     return {move_to_uci(m) for m, s in zip(legal, scores, strict=True) if s == top}
 
 
-def test_attack_maps_agree_with_python_chess() -> None:
-    """Over 40 random FoW games (every 7th ply): per square, the worth of the cheapest seen
-    enemy attacker and the count of our attackers match python-chess's `attackers`."""
-    rng = random.Random(5)
-    checked = 0
+def _random_positions(seed: int, every: int) -> Iterator[tuple[str, int, list[int]]]:
+    """Every `every`-th position (FEN, side to move, FoW-legal moves) of 40 random FoW games
+    of up to 80 plies."""
+    rng = random.Random(seed)
     for _ in range(40):
         g = Game()
         for ply in range(80):
             legal = g.legal_moves()
             if not legal:
                 break
-            if ply % 7 == 3:
-                color = ply % 2
-                board, obs = _seen_board(to_fen(g.position), color)
-                us, them = color * 6, (1 - color) * 6
-                theirs = [int(obs.pieces[them + p]) & int(obs.visible) for p in range(6)]
-                ours = [int(obs.pieces[us + p]) for p in range(6)]
-                occ = 0
-                for b in theirs + ours:
-                    occ |= b
-                cheapest, _, _ = _attack_maps(theirs, 1 - color, occ)
-                _, count, _ = _attack_maps(ours, color, occ)
-                enemy = chess.BLACK if color == 0 else chess.WHITE
-                me = not enemy
-                for sq in range(64):
-                    att = board.attackers(enemy, sq)
-                    want = min((VALUES[board.piece_type_at(a) - 1] for a in att), default=0)
-                    assert cheapest[sq] == want, (board.fen(), sq)
-                    assert count[sq] == len(board.attackers(me, sq)), (board.fen(), sq)
-                checked += 1
+            if ply % every == every // 2:
+                yield to_fen(g.position), ply % 2, legal
             g.push(rng.choice(legal))
+
+
+def test_attack_maps_agree_with_python_chess() -> None:
+    """Over 40 random FoW games (every 7th ply): per square, the worth of the cheapest seen
+    enemy attacker and the count of our attackers match python-chess's `attackers`."""
+    checked = 0
+    for fen, color, _ in _random_positions(5, every=7):
+        board, obs = _seen_board(fen, color)
+        us, them = color * 6, (1 - color) * 6
+        theirs = [int(obs.pieces[them + p]) & int(obs.visible) for p in range(6)]
+        ours = [int(obs.pieces[us + p]) for p in range(6)]
+        occ = 0
+        for b in theirs + ours:
+            occ |= b
+        cheapest, _, _ = _attack_maps(theirs, 1 - color, occ)
+        _, count, _ = _attack_maps(ours, color, occ)
+        enemy = chess.BLACK if color == 0 else chess.WHITE
+        for sq in range(64):
+            att = board.attackers(enemy, sq)
+            want = min((VALUES[(board.piece_type_at(a) or 0) - 1] for a in att), default=0)
+            assert cheapest[sq] == want, (board.fen(), sq)
+            assert count[sq] == len(board.attackers(not enemy, sq)), (board.fen(), sq)
+        checked += 1
     assert checked > 300
 
 
@@ -85,36 +91,25 @@ def test_king_exposure_agrees_with_python_chess() -> None:
     king captures, scored apart): it scores KING_LOST exactly when, on python-chess's board of
     what the mover sees, the move leaves its king attacked (castling with its rook, captures
     removing an attacker, pinned pieces stepping aside)."""
-    rng = random.Random(8)
     checked = 0
-    for _ in range(40):
-        g = Game()
-        for ply in range(80):
-            legal = g.legal_moves()
-            if not legal:
-                break
-            if ply % 5 == 2:
-                color = ply % 2
-                fen = to_fen(g.position)
-                seen, obs = _seen_board(fen, color)
-                seen.turn = chess.WHITE if color == 0 else chess.BLACK
-                seen.set_castling_fen(fen.split()[2])
-                for m, s in zip(legal, move_scores(obs, color, legal), strict=True):
-                    move = chess.Move.from_uci(move_to_uci(m))
-                    if seen.is_en_passant(move) or (m >> 14) & 3 == 2:
-                        continue
-                    if seen.piece_type_at(move.to_square) == chess.KING:
-                        assert s == 10 * VALUES[-1]
-                        continue
-                    board = seen.copy()
-                    board.push(move)
-                    me = not board.turn
-                    king = board.king(me)
-                    assert king is not None
-                    exposed = board.is_attacked_by(board.turn, king)
-                    assert (s <= KING_LOST // 2) == exposed, (fen, move_to_uci(m), s)
-                    checked += 1
-            g.push(rng.choice(legal))
+    for fen, color, legal in _random_positions(8, every=5):
+        seen, obs = _seen_board(fen, color)
+        seen.turn = chess.WHITE if color == 0 else chess.BLACK
+        seen.set_castling_fen(fen.split()[2])
+        for m, s in zip(legal, move_scores(obs, color, legal), strict=True):
+            move = chess.Move.from_uci(move_to_uci(m))
+            if seen.is_en_passant(move) or (m >> 14) & 3 == 2:
+                continue
+            if seen.piece_type_at(move.to_square) == chess.KING:
+                assert s == 10 * VALUES[-1]
+                continue
+            board = seen.copy()
+            board.push(move)
+            king = board.king(not board.turn)
+            assert king is not None
+            exposed = board.is_attacked_by(board.turn, king)
+            assert (s <= KING_LOST // 2) == exposed, (fen, move_to_uci(m), s)
+            checked += 1
     assert checked > 5000
 
 
@@ -165,7 +160,9 @@ def test_the_king_does_not_walk_into_a_seen_attacker() -> None:
     for m, s in zip(legal, scores, strict=True):
         board = seen.copy()
         board.push(chess.Move.from_uci(move_to_uci(m)))
-        attacked = board.is_attacked_by(chess.BLACK, board.king(chess.WHITE))
+        king = board.king(chess.WHITE)
+        assert king is not None
+        attacked = board.is_attacked_by(chess.BLACK, king)
         assert (s <= KING_LOST // 2) == attacked, (move_to_uci(m), s)
         if attacked:
             lost.add(move_to_uci(m))
