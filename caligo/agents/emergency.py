@@ -2,10 +2,11 @@
 
 An agent plays it when it has nothing better in time: its belief P was lost for good, or a
 move's work overran its answer instant (the watchdog's answer, `caligo.limits`). It must be
-cheap (it runs at the answer instant, a few milliseconds before the deadline), must read
-nothing the running search may be writing (only the agent's last observation), and should not
-throw the game away: a uniformly drawn move (what it was) hangs the queen or walks the king
-into a visible attacker as often as not.
+cheap (it runs at the answer instant, half the timing policy's overhead before the move's
+limit: 10 ms by default; it takes a fraction of a millisecond), must read nothing the running
+search may be writing (only the agent's last observation), and should not throw the game
+away, as the uniformly drawn move it replaces often did (a hanging queen, the king walked into
+a visible attacker).
 
 So it is a one-ply static judgement of the visible board, the unseen squares taken as empty:
 
@@ -53,7 +54,8 @@ from caligo.fow.position_kernels import (
 __all__ = ["KING_LOST", "VALUES", "emergency_move", "move_scores"]
 
 VALUES = (1, 3, 3, 5, 9, 100)
-"""A piece's worth in pawns, by piece (pawn .. king); the king's only orders it above all."""
+"""A piece's worth in pawns, by piece (pawn .. king); the king's 100 only ranks it above the
+rest."""
 
 KING_LOST = -1000
 """The score of a move after which a visible enemy piece attacks our king."""
