@@ -39,7 +39,7 @@ from caligo.fow.bitboard import (
     rook_attacks_slow,
 )
 from caligo.fow.observation import Observation
-from caligo.fow.position_kernels import (
+from caligo.fow.position import (
     BISHOP,
     KIND_CASTLING,
     KIND_EN_PASSANT,
@@ -47,15 +47,16 @@ from caligo.fow.position_kernels import (
     KING,
     KNIGHT,
     PAWN,
+    PIECE_VALUES,
     QUEEN,
     ROOK,
 )
 
 __all__ = ["KING_LOST", "VALUES", "emergency_move", "move_scores"]
 
-VALUES = (1, 3, 3, 5, 9, 100)
-"""A piece's worth in pawns, by piece (pawn .. king); the king's 100 only ranks it above the
-rest."""
+VALUES = (*PIECE_VALUES[:KING], 100)
+"""A piece's worth in pawns, by piece (pawn .. king): the material values, the king's 100 only
+ranking it above the rest."""
 
 KING_LOST = -1000
 """The score of a move after which a visible enemy piece attacks our king."""

@@ -24,6 +24,8 @@ WHITE = 0
 BLACK = 1
 PAWN, KNIGHT, BISHOP, ROOK, QUEEN, KING = range(6)
 PIECE_SYMBOLS = "pnbrqk"
+PIECE_VALUES = (1, 3, 3, 5, 9, 0)
+"""Conventional material values of pawn, knight, bishop, rook, queen, king (in pawns)."""
 
 POS_WORDS = 16
 W_STM = 12

@@ -30,13 +30,11 @@ from caligo.agents.base import COLOR_NAMES
 from caligo.agents.protocol import Force, GameOver, Go, NewGame, Observe, RefereeMessage
 from caligo.fow.bitboard import SQUARE_NAMES
 from caligo.fow.observation import Observation
-from caligo.fow.position import KING, PAWN, PIECE_SYMBOLS
+from caligo.fow.position import KING, PAWN, PIECE_SYMBOLS, PIECE_VALUES
 from caligo.fow.view import legal_moves_uci, view_data
 from caligo.web.errors import WebError
 
 _SQUARE_INDEX = {name: sq for sq, name in enumerate(SQUARE_NAMES)}
-PIECE_VALUES = (1, 3, 3, 5, 9, 0)
-"""Conventional material values of pawn, knight, bishop, rook, queen, king."""
 
 
 def _square(name: str) -> int:
