@@ -39,12 +39,13 @@ REPAIR_ATTEMPTS = 3
 @dataclass
 class _Replay:
     """A replay of P in progress (`FowBelief._repair`): its attempt (1 to `REPAIR_ATTEMPTS`,
-    the salt), the set replayed so far and how many of the plies since the last exact P it
-    has taken in."""
+    the salt), the set replayed so far, how many of the plies since the last exact P it has
+    taken in, and the longest one of them took (seconds, on the deadlines' clock)."""
 
     attempt: int
     bel: BeliefSet
     done: int = 0
+    dearest: float = 0.0
 
 
 class FowBelief:
@@ -63,8 +64,10 @@ class FowBelief:
     Repair. When the memory cap made P a uniform subsample, an observation may leave none of
     its positions (the true P is not empty: `BeliefError`). The update then replays the
     observations since the last exact P with fresh sampling salts (`REPAIR_ATTEMPTS` times).
-    A replay that passes its deadline (`settle`'s `repair_by`) is kept (`repairing`) and goes
-    on at the next `settle`, taking in the plies played meanwhile; while it runs, and for good
+    A replay stopped by its deadline (`settle`'s `repair_by`: the move's repair stage) is kept
+    (`repairing`) and goes on in the next `finish` with a deadline (after our move) and the
+    next `settle`, taking in the plies played meanwhile (a replay begun by our own move's
+    update waits for those: it never runs without a bound there); while it runs, and for good
     if no replay survives, P is unavailable (`lost`: the agent plays its emergency move,
     `caligo.agents.emergency`) rather than raising into the agent. `repairs`
     counts the replays that succeeded.
@@ -157,7 +160,7 @@ class FowBelief:
                     self._set = self._set.complete()
                 self._set = self._set.update_own_move(int(own_action), o)
             except FowError as exc:
-                self._repair(exc)
+                self._repair(exc)  # begun only: it runs in a settle or a finish's deadline
             self._checkpoint()
         else:
             self.settle()  # a second opponent ply in a row (never in FoW chess): apply the first
@@ -196,21 +199,30 @@ class FowBelief:
             self._set = self._set.update_opponent_move(o, deadline, spread, scratch)
         except FowError as exc:
             self._queued = None
-            self._repair(exc, repair_by)
+            self._repair(exc)
+            self._resume(repair_by)
             return
         self._queued = None
         self._checkpoint()
 
     def finish(self, deadline: Deadline | None = None) -> bool:
-        """Complete a partial update (until `deadline`); past it, give the rest up (P becomes
-        a reported subsample). Return True when P was completed (or was not partial)."""
+        """After our move (on the opponent's time): complete a partial update (until
+        `deadline`); past it, give the rest up (P becomes a reported subsample). A replay of
+        P in progress goes on instead, only within a `deadline` (without one it keeps to its
+        moves' repair stages). Return True when P was completed (or was not partial)."""
         self.settle()
+        if self._replay is not None:
+            if deadline is not None:
+                self._resume(deadline)
+            return True
         if self.lost or not self._set.partial:
             return True
         try:
             self._set = self._set.complete(deadline)
         except FowError as exc:
             self._repair(exc)
+            if deadline is not None:
+                self._resume(deadline)
             return True
         if self._set.partial:
             self._set = self._set.truncate()
@@ -225,13 +237,12 @@ class FowBelief:
             self._base = self._set
             self._since = []
 
-    def _repair(self, exc: FowError, by: Deadline | None = None) -> None:
-        """The capped subsample lost every position consistent with an observation: replay
-        the observations since the last exact P with fresh sampling salts, until `by` (the
-        class docstring says what follows)."""
+    def _repair(self, exc: FowError) -> None:
+        """The capped subsample lost every position consistent with an observation: begin a
+        replay of the observations since the last exact P with fresh sampling salts
+        (`_resume` runs it; the class docstring says what follows)."""
         log.warning("%s; replaying %d plies with new salts", exc, len(self._since))
         self._replay = _Replay(1, self._salted(1))
-        self._resume(by)
 
     def _salted(self, attempt: int) -> BeliefSet:
         """The last exact P, its sampling salted for replay `attempt`."""
@@ -241,16 +252,24 @@ class FowBelief:
 
     def _resume(self, by: Deadline | None) -> None:
         """Go on with the replay in progress: its plies one by one until it has caught up
-        (P is repaired), `by` passes between two of them (it waits for the next `settle`),
-        or its subsample loses the truth (the next salt starts over; past the last, P is
-        given up)."""
+        (P is repaired), the next ply would end past `by`'s hard instant as far as the
+        dearest ply replayed so far says (it waits for the next `settle` or `finish`; one
+        update cannot be cut, so it is never begun without the time of the dearest), or its
+        subsample loses the truth (the next salt starts over; past the last, P is given up)."""
         r = self._replay
         assert r is not None
+        began: float | None = None  # when the last ply began (on `by`'s clock)
         while r.done < len(self._since):
-            if by is not None and by.passed():
-                log.info("the replay of P (attempt %d) stopped at its deadline after %d of "
-                         "%d plies; it goes on next move", r.attempt, r.done, len(self._since))
-                return
+            if by is not None:
+                now = by.now()
+                if began is not None:
+                    r.dearest = max(r.dearest, now - began)
+                began = now
+                if now + r.dearest >= by.hard:
+                    log.info("the replay of P (attempt %d) stopped at its deadline after %d "
+                             "of %d plies (the dearest took %.0f ms); it goes on later",
+                             r.attempt, r.done, len(self._since), 1000.0 * r.dearest)
+                    return
             own, obs = self._since[r.done]
             try:
                 r.bel = (r.bel.update_opponent_move(obs) if own is None
@@ -264,7 +283,8 @@ class FowBelief:
                     self._queued = None
                     self._scratch = None
                     return
-                r = self._replay = _Replay(r.attempt + 1, self._salted(r.attempt + 1))
+                r = self._replay = _Replay(r.attempt + 1, self._salted(r.attempt + 1),
+                                           dearest=r.dearest)
                 continue
             r.done += 1
         self._replay = None

@@ -260,8 +260,7 @@ class ObscuroAgent(AgentBase):
     def _evaluator(self) -> LeafEvaluator:
         """The leaf evaluator: the Stockfish processes are started at the first game (or
         borrowed from the worker's shared resources) and given `ucinewgame` at each game (a
-        game's scores are then a fresh process's: a fixed-iteration game is a function of its
-        seed)."""
+        game's scores are a fresh process's: a fixed-iteration game is a function of its seed)."""
         cfg = self.config
         if self._leaf is None:
             if cfg.uses_stockfish:
@@ -364,11 +363,12 @@ class ObscuroAgent(AgentBase):
         self._ponder_ms += 1000.0 * (time.perf_counter() - t0)
 
     def _ponder(self) -> None:
-        """Complete a partial P update after our move (the opponent's time), for at least
-        `PONDER_MIN_MS` and twice our last planned move; past that, P keeps what it has and
-        says so."""
-        assert self._belief is not None
-        if not self._belief.partial or self._belief.lost:
+        """Complete a partial P update, or go on with a replay of P, after our move (the
+        opponent's time), for at least `PONDER_MIN_MS` and twice our last planned move; past
+        that, P keeps what it has and says so (a replay goes on at the next move)."""
+        b = self._belief
+        assert b is not None
+        if not b.repairing and (not b.partial or b.lost):
             return
         last = self.timer.last
         deadline = None

@@ -239,7 +239,8 @@ def strength_clock(strength: TimeControl, clock: Clock, policy: TimingPolicy = W
 
 
 REPAIR_SHARE = 0.5
-"""The share of an iteration move's guard a replay of P may use (`MovePlan.repair_deadline`)."""
+"""The share of a move (of an iteration move's guard) a replay of P may use
+(`MovePlan.repair_deadline`)."""
 
 
 @dataclass(frozen=True)
@@ -295,15 +296,13 @@ class MovePlan:
 
     @property
     def repair_deadline(self) -> Deadline | None:
-        """Where a replay of P that lost the truth must end: under an iteration count with the
-        referee's guard, half of the guard from the move's start (the replay re-runs up to a
-        dozen capped updates, minutes in all, and the search must still answer in time; a
-        replay stopped there goes on next move, `caligo.agents.fow_belief`);
-        None when timed (an overdue replay goes on after the watchdog's answer, and P is
-        kept) or without a guard."""
-        if self.iterations is None or self.deadline is None:
-            return None
-        return self.deadline.stage(self.start, REPAIR_SHARE)
+        """Where a replay of P that lost the truth must end: `REPAIR_SHARE` of the move (of
+        the referee's guard under an iteration count) from its start. The replay re-runs up
+        to a dozen capped updates, seconds to minutes in all, and the move must still answer
+        in time: a replay stopped there goes on after our move and at the next
+        (`caligo.agents.fow_belief`), the move meanwhile answered with the emergency move
+        rather than by the watchdog. None for a count without a guard."""
+        return self.stage(REPAIR_SHARE)
 
     @property
     def construct_deadline(self) -> Deadline | None:

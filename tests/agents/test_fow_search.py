@@ -27,7 +27,7 @@ from caligo.agents.fow_search import (
     evaluator_factory,
 )
 from caligo.errors import CaligoError
-from caligo.fow.belief import BeliefConfig
+from caligo.fow.belief import BeliefConfig, BeliefSet
 from caligo.fow.evaluate import SimpleEvaluator
 from caligo.fow.expand import Terminal, expand_reference, observation_key
 from caligo.fow.game import Game
@@ -303,38 +303,109 @@ def _feed(bel: FowBelief, plies: list[tuple[Observation, int | None]],
     return began
 
 
+Plies = list[tuple[Observation, int | None]]
+
+
+def _replay_case(at_own_ply: bool = False) -> tuple[Plies, int]:
+    """A random game whose 2-position P first loses the truth at ply `i` (White's ply, a
+    settle; or with `at_own_ply`, Black's own), 5+ plies in, and whose replay with no deadline
+    survives two more plies: (its plies, i)."""
+    game = FowSearchGame()
+    for seed in range(80):
+        plies = _random_game(seed)
+        probe = FowBelief(game, 1, BeliefConfig(max_positions=2))
+        i = _feed(probe, plies, first=True)
+        if i is None or i < 4 or (plies[i][1] is not None) != at_own_ply:
+            continue
+        free = FowBelief(game, 1, BeliefConfig(max_positions=2))
+        _feed(free, plies[: i + 3])
+        if not free.lost and free.repairs == 1:
+            return plies, i
+    pytest.fail(f"no game of 80 lost the truth from a 2-position P (at_own_ply={at_own_ply})")
+
+
+def _rows(bel: FowBelief) -> set[bytes]:
+    return {r.tobytes() for r in bel.set.rows}
+
+
 def test_a_replay_of_p_stopped_by_its_deadline_goes_on_next_move(
         caplog: pytest.LogCaptureFixture) -> None:
     """A capped P that lost the truth is replayed with new salts from the last exact P (up to
-    a dozen capped updates: over a minute at the 2,000,000-position cap, more than a
-    fixed-iteration move's repair share). A replay whose deadline passes (here after two
-    replayed plies, on a fake clock) keeps what it replayed, P unavailable meanwhile (the
-    agent plays its emergency move), and goes on at the next move's settle, taking in the
-    plies played since: it ends with the very P of a replay that had the time (the same
-    salts). It used to give P up for the rest of the game."""
+    a dozen capped updates: over a minute at the 2,000,000-position cap, more than a move's
+    repair share). A replay whose deadline passes (here after two replayed plies, on a fake
+    clock) keeps what it replayed, P unavailable meanwhile (the agent plays its emergency
+    move), and goes on at the next move's settle, taking in the plies played since: it ends
+    with the very P of a replay that had the time (the same salts). It used to give P up for
+    the rest of the game."""
+    plies, i = _replay_case()
     game = FowSearchGame()
-    for seed in range(60):
-        plies = _random_game(seed)
-        free = FowBelief(game, 1, BeliefConfig(max_positions=2))
-        i = _feed(free, plies, first=True)
-        if i is None or i < 4 or plies[i][1] is not None or free.lost:
-            continue  # wanted: a replay of 5+ plies, at a White ply (a settle), that survived
-        free = FowBelief(game, 1, BeliefConfig(max_positions=2))
-        _feed(free, plies[: i + 3])
-        if free.lost or free.repairs != 1:
-            continue
-        late = FowBelief(game, 1, BeliefConfig(max_positions=2))
-        stop = Deadline(2.0, 2.0, Ticker(step=1.0))  # passed at its third reading
-        with caplog.at_level("INFO", logger="caligo.agents.fow_belief"):
-            assert _feed(late, plies[: i + 1], stop) == i
-        assert late.lost and late.repairing and late.repairs == 0
-        assert "stopped at its deadline after 2 of" in caplog.text
-        _feed(late, plies[i + 1 : i + 3])  # Black's move, then White's: the replay goes on
-        assert not late.lost and late.repairs == 1
-        assert {r.tobytes() for r in late.set.rows} == {r.tobytes() for r in free.set.rows}
-        break
-    else:
-        pytest.fail("no game of 60 lost the truth from a 2-position P at a White ply")
+    free = FowBelief(game, 1, BeliefConfig(max_positions=2))
+    _feed(free, plies[: i + 3])
+    late = FowBelief(game, 1, BeliefConfig(max_positions=2))
+    stop = Deadline(3.0, 3.0, Ticker(step=1.0))  # one reading a ply: 0, 1, then 2 + 1 >= 3
+    with caplog.at_level("INFO", logger="caligo.agents.fow_belief"):
+        assert _feed(late, plies[: i + 1], stop) == i
+    assert late.lost and late.repairing and late.repairs == 0
+    assert "stopped at its deadline after 2 of" in caplog.text
+    _feed(late, plies[i + 1 : i + 3])  # Black's move, then White's: the replay goes on
+    assert not late.lost and late.repairs == 1
+    assert _rows(late) == _rows(free)
+
+
+def test_a_replay_never_begins_a_ply_it_has_no_time_for(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """One capped update cannot be cut, so a replay begins its next ply only if the dearest ply
+    it replayed would still end before its deadline: on a clock that every update moves on by
+    1 s, a deadline 3.5 s after the failed update stops the replay after two plies, before
+    the deadline (a third would have ended past it; the watchdog used to answer such moves).
+    `finish` after our move goes on with it only within a deadline that leaves the dearest
+    ply's time, and then ends it with the P of a replay that had the time."""
+    plies, i = _replay_case()
+    game = FowSearchGame()
+    whole = FowBelief(game, 1, BeliefConfig(max_positions=2))
+    _feed(whole, plies[: i + 1])
+    assert not whole.lost and whole.repairs == 1
+    late = FowBelief(game, 1, BeliefConfig(max_positions=2))
+    _feed(late, plies[:i])
+    assert not late.lost
+    clock = Ticker()
+    real = BeliefSet.update_opponent_move, BeliefSet.update_own_move
+
+    def timed(method):  # type: ignore[no-untyped-def]
+        def run(*args, **kwargs):  # type: ignore[no-untyped-def]
+            try:
+                return method(*args, **kwargs)
+            finally:
+                clock.t += 1.0
+        return run
+
+    monkeypatch.setattr(BeliefSet, "update_opponent_move", timed(real[0]))
+    monkeypatch.setattr(BeliefSet, "update_own_move", timed(real[1]))
+    stop = Deadline(3.5, 3.5, clock)
+    late.update(*plies[i])
+    with caplog.at_level("INFO", logger="caligo.agents.fow_belief"):
+        late.settle(None, None, stop)  # the failed update (t = 1), then plies at 1 and 2
+    assert "stopped at its deadline after 2 of" in caplog.text and "took 1000 ms" in caplog.text
+    assert clock.t == 3.0 and not stop.passed() and late.repairing
+    assert late.finish(None) and late.repairing  # no deadline: it waits for the next move
+    assert late.finish(Deadline(3.5, 3.5, clock)) and late.repairing  # the dearest is kept
+    assert clock.t == 3.0
+    assert late.finish(Deadline(100.0, 100.0, clock))
+    assert not late.lost and late.repairs == 1 and _rows(late) == _rows(whole)
+
+
+def test_a_replay_begun_by_our_own_move_waits_for_a_bound() -> None:
+    """Our own move's update runs after the move, with no deadline: when it loses the truth
+    the replay is only begun there (P unavailable), and runs at the next settle, within that
+    move's repair stage (here none: it completes)."""
+    plies, i = _replay_case(at_own_ply=True)
+    bel = FowBelief(FowSearchGame(), 1, BeliefConfig(max_positions=2))
+    _feed(bel, plies[:i])
+    bel.update(*plies[i])
+    assert bel.lost and bel.repairing and bel.repairs == 0
+    bel.update(*plies[i + 1])
+    bel.settle()
+    assert not bel.lost and bel.repairs == 1
 
 
 def _roots_hold_the_truth(seed: int, seat: int, plies: int) -> int:

@@ -128,12 +128,14 @@ def test_own_budget_options() -> None:
     # under a count, a stage is its share of the guard (the belief update's 40%)
     bd = plan.belief_deadline
     assert bd is not None and bd.hard == pytest.approx(100.0 + 0.4 * 9.98)
-    # a replay of a lost P may use half of the guard (10 s - 20 ms of overhead), then P is
-    # given up; a timed move has no such bound (the watchdog answers it)
+    # a replay of a lost P may use half of the guard (10 s - 20 ms of overhead), then goes
+    # on at the next move; a timed move's replay half of the move (it used to run on until
+    # the watchdog answered)
     r = plan.repair_deadline
     assert r is not None and r.hard == pytest.approx(100.0 + 0.5 * 9.98)
-    assert MoveTimer(OBSCURO, now=fake).plan(
-        Clock(TcKind.MOVETIME, movetime_ms=300)).repair_deadline is None
+    timed = MoveTimer(OBSCURO, now=fake).plan(Clock(TcKind.MOVETIME, movetime_ms=300))
+    r = timed.repair_deadline  # hard: half of 300 ms - 20 ms of overhead
+    assert r is not None and r.hard == pytest.approx(100.14) and r.soft <= r.hard
     # an own move time inside the game clock: the clock's optimum wins when it is smaller
     # (60000 - 300) / 60 x 0.6 = 597 < 1500
     assert plan_ms(OBSCURO, clock(60_000), TimeControl.parse("mt=1.5"))[0] == 577.0
