@@ -112,8 +112,10 @@ OPTIONS_HELP = (
     "subgame when no ablation overrides it), preset=obscuro|safe|obscuro_fix (the subgame "
     "construction of `caligo.search.config.PRESETS`; not with subgame=), carry=profile_only|"
     "profile_and_regrets (what the next move's search keeps), expand=R (expansions "
-    "per iteration under an iteration budget), roots=N, expanders=N, engines=N (Stockfish "
-    "processes), nodes=N (arena capacity), belief=N (P cap), seed=N, stockfish=PATH"
+    "per iteration under an iteration budget), roots=N, rootshare=F (the share of the "
+    "construction's time left that expanding our infoset's roots may take, in (0, 1]), "
+    "expanders=N, engines=N (Stockfish processes), nodes=N (arena capacity), belief=N (P cap), "
+    "seed=N, stockfish=PATH"
 )
 
 
@@ -128,11 +130,12 @@ class ObscuroConfig:
     move's search keeps of the last one's (Obscuro: the tree and the last iterates; also the
     cumulative regrets and predictions with `PROFILE_AND_REGRETS`). expand_ratio: leaf
     expansions per solver iteration under an iteration budget (the deterministic schedule
-    spreads them over the iterations). min_roots: Fig. 9's MININFOSETSIZE. expanders: expander
-    threads under a time budget. engines: Stockfish processes (`slots`: at least one per
-    expander); the search's expanders use theirs, and the agent's own calls outside the
-    search (the subgame's roots and their expansion, while the solver's core is idle) are
-    spread over all of them. max_nodes: the arena's capacity. belief_cap: P's memory cap
+    spreads them over the iterations). min_roots: Fig. 9's MININFOSETSIZE. root_share: the
+    search's `root_expansion_share` (a preset's root expansion under a time budget).
+    expanders: expander threads under a time budget. engines: Stockfish processes (`slots`:
+    at least one per expander); the search's expanders use theirs, and the agent's own calls
+    outside the search (the subgame's roots and their expansion, while the solver's core is
+    idle) are spread over all of them. max_nodes: the arena's capacity. belief_cap: P's memory cap
     in positions. seed: mixed into every game's seed.
     stockfish: the StockfishPool settings (path, own-call cap, ...). time: the timing policy
     (`caligo.agents.timing`).
@@ -146,6 +149,7 @@ class ObscuroConfig:
     carry_over: CarryOver = CarryOver.PROFILE_ONLY
     expand_ratio: float = 0.25
     min_roots: int = 256
+    root_share: float = 1.0
     expanders: int = 1
     engines: int = 2
     expander_batch: int = 4
@@ -168,6 +172,8 @@ class ObscuroConfig:
             math.isfinite(self.expand_ratio) and self.expand_ratio > 0
         ):
             raise ObscuroConfigError(f"expand_ratio must be > 0: {self.expand_ratio!r}")
+        if not isinstance(self.root_share, int | float) or not 0.0 < self.root_share <= 1.0:
+            raise ObscuroConfigError(f"root_share must be in (0, 1]: {self.root_share!r}")
         for name, lo in (("min_roots", 0), ("expanders", 1), ("engines", 1), ("expander_batch", 1),
                          ("max_nodes", 1024), ("belief_cap", 1)):
             v = getattr(self, name)
@@ -208,7 +214,7 @@ class ObscuroConfig:
         )
         if self.preset is not None:
             base = replace(base, **PRESETS[self.preset])  # type: ignore[arg-type]
-        return self.ablation.apply(base)
+        return self.ablation.apply(replace(base, root_expansion_share=self.root_share))
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ObscuroConfig:
@@ -216,7 +222,7 @@ class ObscuroConfig:
         OptionError or ObscuroConfigError quoting them."""
         opts = OptionReader("obscuro", options, (
             "budget", "eval", "ablation", "subgame", "preset", "carry", "expand", "roots",
-            "expanders", "engines", "nodes", "belief", "seed", "stockfish"))
+            "rootshare", "expanders", "engines", "nodes", "belief", "seed", "stockfish"))
         kw: dict[str, Any] = {}
         if "budget" in opts:
             kw["budget"] = parse_budget(opts.text("budget"))
@@ -228,6 +234,8 @@ class ObscuroConfig:
                 kw[name] = opts.choice(key, kind)
         if "expand" in opts:
             kw["expand_ratio"] = opts.number("expand")
+        if "rootshare" in opts:
+            kw["root_share"] = opts.number("rootshare")
         for key, name in (("roots", "min_roots"), ("expanders", "expanders"),
                           ("engines", "engines"), ("nodes", "max_nodes"),
                           ("belief", "belief_cap"), ("seed", "seed")):

@@ -243,7 +243,9 @@ class SearchConfig:
     share of the Resolve prior alpha(J) in the gadget opponent's root weights: w_J = (1 - eps)
     w_J(gadget) + eps alpha(J), so no root's outcome ever weighs zero (a restricted opponent in the
     sense of Johanson, Zinkevich and Bowling 2008, "Computing robust counter-strategies"; 0 is
-    Obscuro).
+    Obscuro). root_expansion_share: the share of the construction's time left (to each instant
+    of its deadline) that expanding those roots may take; 1 is all of it (a timed search
+    only: an iteration count's construction has only the referee's guard).
     """
 
     budget: Iterations | Seconds = field(default_factory=lambda: Iterations(1000))
@@ -277,6 +279,7 @@ class SearchConfig:
     knowledge_order: int = 1
     root_expansion: RootExpansion = RootExpansion.NONE
     root_floor: float = 0.0
+    root_expansion_share: float = 1.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.budget, Iterations | Seconds):
@@ -314,7 +317,7 @@ class SearchConfig:
             raise SearchConfigError(f"max_roots must be a positive int or None, got "
                                     f"{self.max_roots!r}")
         for name in ("puct_c", "explore_mix", "solver_tail", "order2_blend", "order2_floor",
-                     "root_floor"):
+                     "root_floor", "root_expansion_share"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
                 raise SearchConfigError(f"{name} must be a finite number, got {v!r}")
@@ -331,6 +334,9 @@ class SearchConfig:
             raise SearchConfigError(f"order2_blend must be in [0, 1], got {self.order2_blend!r}")
         if not 0.0 <= self.root_floor <= 1.0:
             raise SearchConfigError(f"root_floor must be in [0, 1], got {self.root_floor!r}")
+        if not 0.0 < self.root_expansion_share <= 1.0:
+            raise SearchConfigError(f"root_expansion_share must be in (0, 1], got "
+                                    f"{self.root_expansion_share!r}")
         if self.order2_floor < 0.0:
             raise SearchConfigError(f"order2_floor must be >= 0, got {self.order2_floor!r}")
         if not isinstance(self.gifts, bool):

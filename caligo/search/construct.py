@@ -413,7 +413,8 @@ def expand_infoset_roots(arena: Arena, game: SearchGame, evaluator: Evaluator, c
     """Expand the unexpanded non-terminal roots in the searcher's infoset `cur_key` (module
     docstring, step 7); returns how many. One game call for all of them, and one evaluator
     call without a `deadline`; with one, `Expander.expand`'s calls sized by `pace` (measured
-    there) while they fit before its soft instant, at least one root.
+    there) while they fit before its soft instant, at least one root
+    (`SearchConfig.root_expansion_share` of the time left to it).
 
     When their children do not fit in `ROOT_EXPANSION_SHARE` of the arena's free rows (a
     large P on a small budget's arena: 1,400 roots of 30 moves against 39,000 rows), or the
@@ -423,6 +424,8 @@ def expand_infoset_roots(arena: Arena, game: SearchGame, evaluator: Evaluator, c
     goes on either way."""
     from caligo.search import expand as X
 
+    if deadline is not None and config.root_expansion_share < 1.0:
+        deadline = deadline.stage(deadline.now(), config.root_expansion_share)
     nr = arena.n_roots
     nd = arena.nodes
     s = arena.searcher

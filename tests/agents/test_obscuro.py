@@ -370,6 +370,9 @@ def test_options_and_their_errors() -> None:
         ("obscuro:eval=stockfish,stockfish=/nonexistent/sf", "no Stockfish executable"),
         ("obscuro:preset=strong", "invalid preset 'strong'"),
         ("obscuro:preset=safe,subgame=klss", "a preset .safe. decides the subgame"),
+        ("obscuro:rootshare=0", "root_share must be in .0, 1.: 0.0"),
+        ("obscuro:rootshare=1.5", "root_share must be in .0, 1.: 1.5"),
+        ("obscuro:rootshare=nan", "rootshare must be a finite number"),
     ):
         with pytest.raises(AgentSpecError, match=match):
             create(spec)
@@ -392,6 +395,9 @@ def test_a_preset_sets_the_construction_and_nothing_else() -> None:
     # Preset.OBSCURO is the agent's default construction
     assert ObscuroConfig.from_options({"preset": "obscuro"}).search_config() == \
         ObscuroConfig.from_options({}).search_config()
+    # the root expansion's share of the construction is the agent's, over the preset's
+    shared = ObscuroConfig.from_options({"preset": "safe", "rootshare": "0.3"}).search_config()
+    assert shared.root_expansion_share == 0.3 and plain.root_expansion_share == 1.0
 
 
 def test_obscuro_is_the_strongest_agent() -> None:

@@ -37,6 +37,9 @@ from caligo.search.config import (
     {"knowledge_order": 2},
     {"knowledge_order": 0},
     {"root_floor": 1.5},
+    {"root_expansion_share": 0.0},
+    {"root_expansion_share": 1.01},
+    {"root_expansion_share": float("inf")},
     {"root_expansion": "infoset"},
     {"subgame": "klss_root"},
 ])

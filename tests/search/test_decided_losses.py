@@ -259,15 +259,18 @@ def test_roots_that_do_not_fit_before_the_deadline_are_expanded_likeliest_first(
     construction did not look at. Under a deadline the roots are expanded while they fit
     before its soft instant at the measured pace, likeliest first, the rest stay leaves, and
     the search runs; without one (or with time for all), every root is expanded, as before.
+    A `root_expansion_share` of the time left makes the time for all too short again.
     The clock is fake: each reading costs 1 ms, and the pace says 1 ms a root."""
     tree = build_tree(fog_game(0.01, 0.1, 300))
     g = int(tree.infosets_of(0)[0])
     a_node = int(np.flatnonzero(tree.infoset == g)[0])
     bel, key = belief_at(tree, g)
     counts = {}
-    for label, soft in (("late", 0.06), ("in time", 60.0), ("none", None)):
+    for label, soft, share in (("late", 0.06, 1.0), ("in time", 60.0, 1.0),
+                               ("none", None, 1.0), ("share", 60.0, 0.001)):
         cfg = SearchConfig(budget=Iterations(20), expansions=5, seed=1,  # type: ignore[arg-type]
-                           root_floor=0.05, root_expansion=RootExpansion.NONE)
+                           root_floor=0.05, root_expansion=RootExpansion.NONE,
+                           root_expansion_share=share)
         eng = GrowingTreeSearch(TreeGame(tree), PerfectInfoEvaluator(tree), cfg, 0,
                                 capacity=20_000)
         eng.start(a_node)
@@ -287,7 +290,7 @@ def test_roots_that_do_not_fit_before_the_deadline_are_expanded_likeliest_first(
         expanded = (nd.flags[todo] & EXPANDED) != 0
         assert done == int(expanded.sum())
         counts[label] = done
-        if label == "late":
+        if label in ("late", "share"):  # 0.001 of 60 s: as late
             assert 0 < done < todo.size  # some fit, not all
             m = arena.n_j
             ptr = arena.roots.ptr[: m + 1].astype(np.int64)
