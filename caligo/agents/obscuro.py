@@ -31,9 +31,9 @@ a stall that no poll can cut is answered at the plan's answer instant with the e
 
 P's memory cap: when the capped subsample loses every position consistent with an
 observation, `FowBelief` (`caligo.agents.fow_belief`) replays the observations since the last
-exact P with fresh sampling salts; if none survives, P is given up for the rest of the game (the
-agent then plays its emergency move, `caligo.agents.emergency`: a one-ply static judgement)
-rather than crashing. ZS21 shares the mechanism.
+exact P with fresh sampling salts; if none survives, P is drawn afresh from the observation
+(`caligo.fow.reseed`), and only if that fails too is it given up (the agent then plays its
+emergency move, `caligo.agents.emergency`) rather than crashing. ZS21 shares the mechanism.
 
 Stockfish processes: the search starts fresh expander threads at every move, and
 `StockfishPool` binds an engine to a thread, so a plain pool would start new processes every
@@ -375,7 +375,7 @@ class ObscuroAgent(AgentBase):
         if last is not None and last.iterations is None:
             deadline = Deadline.within(max(PONDER_MIN_MS, 2.0 * last.optimum_ms) / 1000.0,
                                        now=self.timer.now)
-        self._ponder_done = self._belief.finish(deadline)
+        self._ponder_done = b.finish(deadline)
 
     def _settle_belief(self, plan: MovePlan) -> None:
         """The queued P update of the opponent's ply, inside the move's belief stage."""
@@ -595,6 +595,6 @@ class ObscuroAgent(AgentBase):
                                  "restarts": st.restarts, "fallbacks": st.fallbacks}
         if self._fallbacks:
             info["fallbacks"] = self._fallbacks
-        if self._belief is not None and self._belief.repairs:
-            info["belief_repairs"] = self._belief.repairs
+        if self._belief is not None:
+            info.update(self._belief.report())
         return info
