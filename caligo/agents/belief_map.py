@@ -17,7 +17,7 @@ each square, sparse (squares with no position left out)::
      "color": "white",          # whose pieces (the opponent of P's player)
      "size": 18634,             # |P|, the stored positions
      "seen": 18634,             # P's `size_seen` (number of consistent positions)
-     "size_kind": "exact",      # "exact" | "lower bound" | "estimate" (`SizeKind`)
+     "size_kind": "exact",      # "exact" | "lower bound" | "estimate" | "redrawn" (`SizeKind`)
      "exact": true,             # False once P is a capped subsample or a cut-short update
      "sample": 4096,            # positions counted (|P| when it is at most 4,096)
      "counts": {"p": {"e4": 4096, "d5": 1337, ...}, "n": {...}, "b": {}, "r": {...},

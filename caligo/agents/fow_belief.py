@@ -26,6 +26,8 @@ from caligo.fow.belief_update import Scratch
 from caligo.fow.errors import FowError
 from caligo.fow.expand import observation_key
 from caligo.fow.observation import Observation
+from caligo.fow.position import KIND_EN_PASSANT, PAWN
+from caligo.fow.reseed import reseed
 from caligo.limits import Deadline
 
 __all__ = ["REPAIR_ATTEMPTS", "FowBelief"]
@@ -33,7 +35,7 @@ __all__ = ["REPAIR_ATTEMPTS", "FowBelief"]
 log = logging.getLogger(__name__)
 
 REPAIR_ATTEMPTS = 3
-"""Replays with fresh sampling salts before a lost P is given up (`FowBelief`)."""
+"""Replays with fresh sampling salts before a lost P is redrawn (`FowBelief._redraw`)."""
 
 
 @dataclass
@@ -67,10 +69,12 @@ class FowBelief:
     A replay stopped by its deadline (`settle`'s `repair_by`: the move's repair stage) is kept
     (`repairing`) and goes on in the next `finish` with a deadline (after our move) and the
     next `settle`, taking in the plies played meanwhile (a replay begun by our own move's
-    update waits for those: it never runs without a bound there); while it runs, and for good
-    if no replay survives, P is unavailable (`lost`: the agent plays its emergency move,
-    `caligo.agents.emergency`) rather than raising into the agent. `repairs`
-    counts the replays that succeeded.
+    update waits for those: it never runs without a bound there); while it runs, P is
+    unavailable (`lost`: the agent plays its emergency move, `caligo.agents.emergency`) rather
+    than raising into the agent. If no replay survives, P is drawn afresh from the last
+    observation and the opponent's material (`caligo.fow.reseed`; `redraws` counts them), and
+    given up for the rest of the game only if no position can be drawn. `repairs` counts the
+    replays that succeeded.
     """
 
     def __init__(self, game: FowSearchGame, player: int, config: BeliefConfig | None = None,
@@ -89,6 +93,7 @@ class FowBelief:
         self._base = self._set  # the last exact P, and the observations since (repair)
         self._since: list[tuple[int | None, Observation]] = []
         self.repairs = 0
+        self.redraws = 0  # Ps drawn afresh after every replay failed (`_redraw`)
         self._replay: _Replay | None = None  # a replay of P in progress (`_repair`)
         self._gave_up = False  # no replay survived: P is gone for the rest of the game
 
@@ -124,6 +129,7 @@ class FowBelief:
         self._base = self._set
         self._since = []
         self.repairs = 0
+        self.redraws = 0
         self._replay = None
         self._gave_up = False
 
@@ -255,7 +261,7 @@ class FowBelief:
         (P is repaired), the next ply would end past `by`'s hard instant as far as the
         dearest ply replayed so far says (it waits for the next `settle` or `finish`; one
         update cannot be cut, so it is never begun without the time of the dearest), or its
-        subsample loses the truth (the next salt starts over; past the last, P is given up)."""
+        subsample loses the truth (the next salt starts over; past the last, P is redrawn)."""
         r = self._replay
         assert r is not None
         began: float | None = None  # when the last ply began (on `by`'s clock)
@@ -276,12 +282,7 @@ class FowBelief:
                          else r.bel.update_own_move(own, obs))
             except FowError:
                 if r.attempt == REPAIR_ATTEMPTS:
-                    log.error("P is lost (no subsample survived %d replays); playing without "
-                              "it", REPAIR_ATTEMPTS)
-                    self._replay = None
-                    self._gave_up = True
-                    self._queued = None
-                    self._scratch = None
+                    self._redraw()
                     return
                 r = self._replay = _Replay(r.attempt + 1, self._salted(r.attempt + 1),
                                            dearest=r.dearest)
@@ -291,6 +292,58 @@ class FowBelief:
         self._set = r.bel
         self._scratch = None
         self.repairs += 1
+
+    def _redraw(self) -> None:
+        """No replay survived: draw P afresh from the last observation and the opponent's
+        material (`caligo.fow.reseed`), the base of any later repair; if nothing can be
+        drawn, give P up for the rest of the game."""
+        self._replay = None
+        self._queued = None
+        self._scratch = None
+        obs = self._since[-1][1]
+        ply = self._base.ply + len(self._since)
+        rng = np.random.default_rng([self._base.config.seed, ply, 0x5EED])
+        try:
+            self._set = reseed(obs, self._material(), ply, self._base.fullmove0,
+                               self._base.config, rng=rng)
+        except FowError as exc:
+            log.error("P is lost (no subsample survived %d replays, and %s); playing without "
+                      "it", REPAIR_ATTEMPTS, exc)
+            self._gave_up = True
+            return
+        log.warning("no subsample of P survived %d replays; P redrawn from the observation "
+                    "at ply %d: %d positions", REPAIR_ATTEMPTS, ply, len(self._set))
+        self._base = self._set
+        self._since = []
+        self.redraws += 1
+
+    def report(self) -> dict[str, int]:
+        """For a move's analysis: the replays that repaired P and the Ps redrawn so far (only
+        those that happened)."""
+        return {k: n for k, n in (("belief_repairs", self.repairs),
+                                  ("belief_redraws", self.redraws)) if n}
+
+    def _material(self) -> list[int]:
+        """The opponent's pieces now (a count per type, pawn to king): the last exact P's,
+        less those our moves since captured (the square we moved to held one in the
+        observation before, or an en-passant capture)."""
+        them = 1 - self.player
+        first = self._base.positions(np.arange(1))[0]
+        counts = [int(first[them * 6 + t]).bit_count() for t in range(6)]
+        before: Observation | None = None  # None: the base position itself
+        for own, obs in self._since:
+            if own is not None:
+                to, kind = (own >> 6) & 63, (own >> 14) & 3
+                if kind == KIND_EN_PASSANT:
+                    counts[PAWN] -= 1
+                else:
+                    for t in range(6):
+                        board = (before.pieces[them * 6 + t] if before is not None
+                                 else int(first[them * 6 + t]))
+                        if (board >> to) & 1:
+                            counts[t] -= 1
+            before = obs
+        return [max(0, n) for n in counts]
 
     @property
     def partial(self) -> bool:

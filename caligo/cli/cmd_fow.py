@@ -104,7 +104,8 @@ def _belief(args: argparse.Namespace) -> int:
     rows: list[dict[str, Any]] = [
         {"ply": 0, "move": None, "uci": None, **{str(s): _size(beliefs[s]) for s in sides}}
     ]
-    bound = {SizeKind.EXACT: "", SizeKind.LOWER_BOUND: ">= ", SizeKind.ESTIMATE: "~"}
+    bound = {SizeKind.EXACT: "", SizeKind.LOWER_BOUND: ">= ", SizeKind.ESTIMATE: "~",
+             SizeKind.REDRAWN: "redrawn "}
     width = 12
     source = "stdin" if args.pgn == "-" else args.pgn
     bar = _progress(len(pgn.moves), quiet=not args.json)

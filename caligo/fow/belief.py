@@ -146,7 +146,8 @@ class BeliefSet:
         if self.exact:
             size = "exact"
         else:
-            bound = {SizeKind.EXACT: "", SizeKind.LOWER_BOUND: ">= ", SizeKind.ESTIMATE: "~"}
+            bound = {SizeKind.EXACT: "", SizeKind.LOWER_BOUND: ">= ", SizeKind.ESTIMATE: "~",
+                     SizeKind.REDRAWN: "redrawn "}
             size = f"sample of {bound[self.size_kind]}{self.size_seen}"
         return f"<BeliefSet {self.player} ply={self.ply} |P|={len(self)} {size}>"
 

@@ -51,6 +51,7 @@ class SizeKind(Enum):
     EXACT = "exact"  # the update ran from an exact P and counted every distinct child
     LOWER_BOUND = "lower bound"  # the update ran from a sample: the true |P| is at least this
     ESTIMATE = "estimate"  # too many to count within the memory bound: a bottom-k estimate
+    REDRAWN = "redrawn"  # P was lost and drawn afresh from one observation (`caligo.fow.reseed`)
 
 
 class BeliefError(FowError):

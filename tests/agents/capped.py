@@ -8,9 +8,11 @@ from typing import Any
 
 
 def repairs_and_losses(infos: Iterable[dict[str, Any]]) -> tuple[int, int]:
-    """(the most repairs any decision reported, how many decisions played without P)."""
+    """(the most repairs and redraws of P any decision reported, how many decisions played
+    without P)."""
     repairs = lost = 0
     for info in infos:
-        repairs = max(repairs, info.get("belief_repairs", 0), info.get("repairs", 0))
+        repairs = max(repairs, info.get("belief_repairs", 0) + info.get("belief_redraws", 0),
+                      info.get("repairs", 0))
         lost += bool(info.get("belief_lost"))
     return repairs, lost

@@ -408,6 +408,48 @@ def test_a_replay_begun_by_our_own_move_waits_for_a_bound() -> None:
     assert not bel.lost and bel.repairs == 1
 
 
+def test_p_is_redrawn_when_no_replay_survives(caplog: pytest.LogCaptureFixture) -> None:
+    """A 2-position P soon loses the truth for every salt: P is then drawn afresh from the
+    last observation and the opponent's material (`caligo.fow.reseed`) instead of being given
+    up, and the game goes on with it: after every later ply P is available again (a redraw or
+    a repair at worst), every position in it gives the ply's observation, and the opponent has
+    as many pieces in it as on the referee's board (a pawn promoted unseen is still counted
+    as a pawn)."""
+    game = FowSearchGame()
+    for seed in range(40):
+        plies = _random_game(seed, 120)
+        g = _replayed_games(seed, 120)
+        bel = FowBelief(game, 1, BeliefConfig(max_positions=2))
+        with caplog.at_level("WARNING", logger="caligo.agents.fow_belief"):
+            for k, (obs, own) in enumerate(plies):
+                bel.update(obs, own)
+                if own is None:
+                    bel.settle()
+                if bel.redraws and own is None:
+                    assert not bel.lost
+                    truth = g[k]
+                    for pos in bel.set.positions():
+                        assert observe(pos, 1) == obs
+                        assert sum(int(pos[t]).bit_count() for t in range(6)) == \
+                            sum(int(truth[t]).bit_count() for t in range(6))
+        if bel.redraws:
+            assert "P redrawn from the observation" in caplog.text
+            assert "P is lost" not in caplog.text
+            return
+    pytest.fail("no game of 40 lost every replay of a 2-position P")
+
+
+def _replayed_games(seed: int, plies: int) -> list[np.ndarray]:
+    """The true positions after each ply of `_random_game(seed, plies)`."""
+    rng = random.Random(seed)
+    g = Game()
+    out = []
+    while not g.is_over() and g.ply < plies:
+        g.push(rng.choice(g.legal_moves()))
+        out.append(np.array(g.position, dtype=np.uint64))
+    return out
+
+
 def _roots_hold_the_truth(seed: int, seat: int, plies: int) -> int:
     """Play a SearchAgent (seat) against random moves; at each decision where P is exact and
     at most min_roots, the true position must be a root of the searched subgame."""

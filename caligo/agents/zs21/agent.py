@@ -391,8 +391,7 @@ class ZS21Agent(AgentBase):
         }
         if belief.cut:
             info["belief_cut"] = belief.cut
-        if belief.repairs:
-            info["belief_repairs"] = belief.repairs
+        info.update(belief.report())
         return Decision(move, policy=policy, value=value, info=info)
 
     def close(self) -> None:

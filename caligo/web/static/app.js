@@ -1067,7 +1067,9 @@ class Review {
 function beliefSize(pic) {
   const fmt = (x) => Number(x).toLocaleString("en-US");
   let text;
-  if (pic.exact || pic.seen === pic.size) {
+  if (pic.size_kind === "redrawn") {
+    text = "P was lost and drawn afresh from this observation alone: " + fmt(pic.size) + " guessed positions";
+  } else if (pic.exact || pic.seen === pic.size) {
     text = "|P| = " + fmt(pic.size) + " possible position" + (pic.size === 1 ? "" : "s");
   } else {
     const rel = { "lower bound": "at least ", estimate: "about " }[pic.size_kind] || "";
