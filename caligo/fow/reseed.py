@@ -5,8 +5,9 @@ A capped P is a uniform subsample of the positions consistent with the player's 
 then replays the observations with fresh sampling salts (`caligo.agents.fow_belief`), and when
 no replay survives it used to give P up for the rest of the game and play its emergency move,
 blind, to the end (7 times in about 300 pairs of matches at the 2,000,000-position cap, at
-`iters=100`, `iters=400` and `mt=1`: one game in about 85). The player still knows two things exactly: its current observation, and the opponent's
-material (the start's, less what the player captured; only an unseen promotion changes it).
+`iters=100`, `iters=400` and `mt=1`: one game in about 85). The player still knows two things
+exactly: its current observation, and the opponent's material (the start's, less what the
+player captured; only an unseen promotion changes it).
 
 `reseed(obs, material, ...)` draws positions that agree with both: the opponent's pieces the
 observation does not show are placed uniformly at random on the squares it leaves possible,
