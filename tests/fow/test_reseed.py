@@ -110,6 +110,9 @@ def test_the_cap_holds_and_bad_inputs_raise() -> None:
         reseed(obs, [1, 0, 0, 0, 1], 40)
     with pytest.raises(ReseedError, match="draws must be a positive int"):
         reseed(obs, [1, 0, 0, 0, 0, 1], 40, draws=0)
+    pawn_seen = observe(from_fen("4k3/8/8/8/3p4/4P3/8/4K3 w - - 0 1"), 0)  # e3 attacks d4
+    with pytest.raises(ReseedError, match="more of the opponent's pieces"):
+        unseen_material(pawn_seen, [0, 0, 0, 0, 0, 1])
     # a promoted piece seen: one pawn fewer unseen
     assert unseen_material(observe(promoted, 0), [1, 0, 0, 0, 1, 1]) == [1, 0, 0, 0, 0, 1]
     assert unseen_material(observe(promoted, 0), [1, 0, 0, 0, 0, 1]) == [0, 0, 0, 0, 0, 1]
