@@ -282,7 +282,7 @@ class FowBelief:
                          else r.bel.update_own_move(own, obs))
             except FowError:
                 if r.attempt == REPAIR_ATTEMPTS:
-                    self._redraw()
+                    self._redraw(by)
                     return
                 r = self._replay = _Replay(r.attempt + 1, self._salted(r.attempt + 1),
                                            dearest=r.dearest)
@@ -293,10 +293,10 @@ class FowBelief:
         self._scratch = None
         self.repairs += 1
 
-    def _redraw(self) -> None:
+    def _redraw(self, by: Deadline | None) -> None:
         """No replay survived: draw P afresh from the last observation and the opponent's
-        material (`caligo.fow.reseed`), the base of any later repair; if nothing can be
-        drawn, give P up for the rest of the game."""
+        material (`caligo.fow.reseed`, its draws cut at `by`), the base of any later repair;
+        if nothing can be drawn, give P up for the rest of the game."""
         self._replay = None
         self._queued = None
         self._scratch = None
@@ -305,7 +305,7 @@ class FowBelief:
         rng = np.random.default_rng([self._base.config.seed, ply, 0x5EED])
         try:
             self._set = reseed(obs, self._material(), ply, self._base.fullmove0,
-                               self._base.config, rng=rng)
+                               self._base.config, rng=rng, deadline=by)
         except FowError as exc:
             log.error("P is lost (no subsample survived %d replays, and %s); playing without "
                       "it", REPAIR_ATTEMPTS, exc)

@@ -55,6 +55,7 @@ from caligo.fow.position import (
     W_STM,
     WHITE,
 )
+from caligo.limits import Deadline
 
 __all__ = ["RESEED_DRAWS", "ReseedError", "reseed", "unseen_material"]
 
@@ -63,6 +64,8 @@ RESEED_DRAWS = 4096
 
 FULL = (1 << 64) - 1
 PAWN_SQUARES = 0x00FF_FFFF_FFFF_FF00  # ranks 2 to 7
+DEADLINE_EVERY = 32
+"""Draws between two readings of `reseed`'s deadline."""
 _TRIES = 8  # draws of one placement before it counts as failed (a pawn on a must square's rank)
 
 
@@ -141,12 +144,15 @@ def _castling(pos: np.ndarray, them: int) -> int:
 
 def reseed(obs: Observation, material: Sequence[int], ply: int, fullmove0: int = 1,
            config: BeliefConfig | None = None, draws: int = RESEED_DRAWS,
-           rng: np.random.Generator | None = None) -> BeliefSet:
+           rng: np.random.Generator | None = None,
+           deadline: Deadline | None = None) -> BeliefSet:
     """A P of the distinct positions among `draws` placements of the opponent's unseen pieces
     that yield `obs` (module docstring; at most 16 times `config.max_positions` draws), at most
     `config.max_positions` of them (a uniform subsample). `material`: the opponent's pieces,
     pawn to king; `ply` and `fullmove0`: the set's place in the game (`BeliefSet`). Raise
-    ReseedError if no draw agrees with the observation."""
+    ReseedError if no draw agrees with the observation. `deadline`: the draws stop when its
+    hard instant has passed, once a position was kept (checked every `DEADLINE_EVERY` draws:
+    about 1 ms)."""
     if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
         raise ReseedError(f"draws must be a positive int, got {draws!r}")
     rng = rng if rng is not None else np.random.default_rng()
@@ -170,8 +176,10 @@ def reseed(obs: Observation, material: Sequence[int], ply: int, fullmove0: int =
     target = obs.to_array()
     seen = np.empty(OBS_WORDS, dtype=np.uint64)
     shuffler = random.Random(int(rng.integers(1 << 62)))
-    kept = []
-    for _ in range(draws):
+    kept: list[np.ndarray] = []
+    for i in range(draws):
+        if deadline is not None and i % DEADLINE_EVERY == 0 and kept and deadline.passed():
+            break
         placed = _draw(pieces, must_sq, free_sq, shuffler)
         if placed is None:
             continue
