@@ -41,13 +41,12 @@ REPAIR_ATTEMPTS = 3
 @dataclass
 class _Replay:
     """A replay of P in progress (`FowBelief._repair`): its attempt (1 to `REPAIR_ATTEMPTS`,
-    the salt), the set replayed so far, how many of the plies since the last exact P it has
-    taken in, and the longest one of them took (seconds, on the deadlines' clock)."""
+    the salt), the set replayed so far and how many of the plies since the last exact P it
+    has taken in."""
 
     attempt: int
     bel: BeliefSet
     done: int = 0
-    dearest: float = 0.0
 
 
 class FowBelief:
@@ -66,15 +65,15 @@ class FowBelief:
     Repair. When the memory cap made P a uniform subsample, an observation may leave none of
     its positions (the true P is not empty: `BeliefError`). The update then replays the
     observations since the last exact P with fresh sampling salts (`REPAIR_ATTEMPTS` times).
-    A replay stopped by its deadline (`settle`'s `repair_by`: the move's repair stage) is kept
-    (`repairing`) and goes on in the next `finish` with a deadline (after our move) and the
-    next `settle`, taking in the plies played meanwhile (a replay begun by our own move's
-    update waits for those: it never runs without a bound there); while it runs, P is
-    unavailable (`lost`: the agent plays its emergency move, `caligo.agents.emergency`) rather
-    than raising into the agent. If no replay survives, P is drawn afresh from the last
-    observation and the opponent's material (`caligo.fow.reseed`; `redraws` counts them), and
-    given up for the rest of the game only if no position can be drawn. `repairs` counts the
-    replays that succeeded.
+    A replay runs within a deadline (`settle`'s `repair_by`: the move's repair stage) and never
+    begins a capped update that the dearest one before it says would end past it. If no replay
+    survives, or one cannot finish by its deadline, P is drawn afresh from the last observation
+    and the opponent's material (`caligo.fow.reseed`; `redraws` counts them), and given up for
+    the rest of the game only if no position can be drawn (`lost`: the agent plays its
+    emergency move, `caligo.agents.emergency`) rather than raising into the agent. A replay
+    begun by our own move's update (which runs after the move, without a deadline) waits for
+    the next `settle` (`repairing`; P is unavailable meanwhile). `repairs` counts the replays
+    that succeeded.
     """
 
     def __init__(self, game: FowSearchGame, player: int, config: BeliefConfig | None = None,
@@ -99,12 +98,13 @@ class FowBelief:
 
     @property
     def lost(self) -> bool:
-        """True while P is unavailable: given up, or a replay of it still running."""
+        """True while P is unavailable: given up, or a replay of it begun and not yet run."""
         return self._gave_up or self._replay is not None
 
     @property
     def repairing(self) -> bool:
-        """True while a replay of P goes on across moves (`_repair`)."""
+        """True while a replay of P, begun by our own move's update, waits for the next settle
+        (`_repair`)."""
         return self._replay is not None
 
     @property
@@ -213,21 +213,16 @@ class FowBelief:
 
     def finish(self, deadline: Deadline | None = None) -> bool:
         """After our move (on the opponent's time): complete a partial update (until
-        `deadline`); past it, give the rest up (P becomes a reported subsample). A replay of
-        P in progress goes on instead, only within a `deadline` (without one it keeps to its
-        moves' repair stages). Return True when P was completed (or was not partial)."""
+        `deadline`); past it, give the rest up (P becomes a reported subsample). Return True
+        when P was completed (or was not partial)."""
         self.settle()
-        if self._replay is not None:
-            if deadline is not None:
-                self._resume(deadline)
-            return True
         if self.lost or not self._set.partial:
             return True
         try:
             self._set = self._set.complete(deadline)
         except FowError as exc:
             self._repair(exc)
-            if deadline is not None:
+            if deadline is not None:  # without one, the replay waits for the next settle
                 self._resume(deadline)
             return True
         if self._set.partial:
@@ -257,24 +252,26 @@ class FowBelief:
                                             seed=base.config.seed + 7919 * attempt))
 
     def _resume(self, by: Deadline | None) -> None:
-        """Go on with the replay in progress: its plies one by one until it has caught up
-        (P is repaired), the next ply would end past `by`'s hard instant as far as the
-        dearest ply replayed so far says (it waits for the next `settle` or `finish`; one
-        update cannot be cut, so it is never begun without the time of the dearest), or its
-        subsample loses the truth (the next salt starts over; past the last, P is redrawn)."""
+        """Run the replay begun: its plies one by one until it has caught up (P is repaired),
+        its subsample loses the truth (the next salt starts over; past the last, P is
+        redrawn), or the next ply would end past `by`'s hard instant as far as the dearest
+        ply replayed says (one update cannot be cut, so it is never begun without the time
+        of the dearest): P is then redrawn too (a replay of a dozen capped updates can take
+        minutes; the moves meanwhile used to be played blind)."""
         r = self._replay
         assert r is not None
         began: float | None = None  # when the last ply began (on `by`'s clock)
+        dearest = 0.0  # the longest ply replayed (seconds)
         while r.done < len(self._since):
             if by is not None:
                 now = by.now()
                 if began is not None:
-                    r.dearest = max(r.dearest, now - began)
+                    dearest = max(dearest, now - began)
                 began = now
-                if now + r.dearest >= by.hard:
-                    log.info("the replay of P (attempt %d) stopped at its deadline after %d "
-                             "of %d plies (the dearest took %.0f ms); it goes on later",
-                             r.attempt, r.done, len(self._since), 1000.0 * r.dearest)
+                if now + dearest >= by.hard:
+                    self._redraw(by, f"the replay of P (attempt {r.attempt}) reached its "
+                                     f"deadline after {r.done} of {len(self._since)} plies "
+                                     f"(the dearest took {1000.0 * dearest:.0f} ms)")
                     return
             own, obs = self._since[r.done]
             try:
@@ -282,10 +279,9 @@ class FowBelief:
                          else r.bel.update_own_move(own, obs))
             except FowError:
                 if r.attempt == REPAIR_ATTEMPTS:
-                    self._redraw(by)
+                    self._redraw(by, f"no subsample of P survived {REPAIR_ATTEMPTS} replays")
                     return
-                r = self._replay = _Replay(r.attempt + 1, self._salted(r.attempt + 1),
-                                           dearest=r.dearest)
+                r = self._replay = _Replay(r.attempt + 1, self._salted(r.attempt + 1))
                 continue
             r.done += 1
         self._replay = None
@@ -293,10 +289,10 @@ class FowBelief:
         self._scratch = None
         self.repairs += 1
 
-    def _redraw(self, by: Deadline | None) -> None:
-        """No replay survived: draw P afresh from the last observation and the opponent's
-        material (`caligo.fow.reseed`, its draws cut at `by`), the base of any later repair;
-        if nothing can be drawn, give P up for the rest of the game."""
+    def _redraw(self, by: Deadline | None, why: str) -> None:
+        """No replay repaired P (`why`): draw P afresh from the last observation and the
+        opponent's material (`caligo.fow.reseed`, its draws cut at `by`), the base of any
+        later repair; if nothing can be drawn, give P up for the rest of the game."""
         self._replay = None
         self._queued = None
         self._scratch = None
@@ -307,12 +303,11 @@ class FowBelief:
             self._set = reseed(obs, self._material(), ply, self._base.fullmove0,
                                self._base.config, rng=rng, deadline=by)
         except FowError as exc:
-            log.error("P is lost (no subsample survived %d replays, and %s); playing without "
-                      "it", REPAIR_ATTEMPTS, exc)
+            log.error("P is lost (%s, and %s); playing without it", why, exc)
             self._gave_up = True
             return
-        log.warning("no subsample of P survived %d replays; P redrawn from the observation "
-                    "at ply %d: %d positions", REPAIR_ATTEMPTS, ply, len(self._set))
+        log.warning("%s; P redrawn from the observation at ply %d: %d positions", why, ply,
+                    len(self._set))
         self._base = self._set
         self._since = []
         self.redraws += 1

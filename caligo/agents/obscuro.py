@@ -363,12 +363,12 @@ class ObscuroAgent(AgentBase):
         self._ponder_ms += 1000.0 * (time.perf_counter() - t0)
 
     def _ponder(self) -> None:
-        """Complete a partial P update, or go on with a replay of P, after our move (the
-        opponent's time), for at least `PONDER_MIN_MS` and twice our last planned move; past
-        that, P keeps what it has and says so (a replay goes on at the next move)."""
+        """Complete a partial P update after our move (the opponent's time), for at least
+        `PONDER_MIN_MS` and twice our last planned move; past that, P keeps what it has and
+        says so."""
         b = self._belief
         assert b is not None
-        if not b.repairing and (not b.partial or b.lost):
+        if not b.partial or b.lost:
             return
         last = self.timer.last
         deadline = None

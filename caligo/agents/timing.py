@@ -299,9 +299,9 @@ class MovePlan:
         """Where a replay of P that lost the truth must end: `REPAIR_SHARE` of the move (of
         the referee's guard under an iteration count) from its start. The replay re-runs up
         to a dozen capped updates, seconds to minutes in all, and the move must still answer
-        in time: a replay stopped there goes on after our move and at the next
-        (`caligo.agents.fow_belief`), the move meanwhile answered with the emergency move
-        rather than by the watchdog. None for a count without a guard."""
+        in time: a replay that cannot finish there gives way to a P drawn afresh from the
+        observation (`caligo.agents.fow_belief`) instead of running into the watchdog. None
+        for a count without a guard."""
         return self.stage(REPAIR_SHARE)
 
     @property

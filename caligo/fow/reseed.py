@@ -57,15 +57,19 @@ from caligo.fow.position import (
 )
 from caligo.limits import Deadline
 
-__all__ = ["RESEED_DRAWS", "ReseedError", "reseed", "unseen_material"]
+__all__ = ["DEADLINE_EVERY", "MIN_DRAWS", "RESEED_DRAWS", "ReseedError", "reseed",
+           "unseen_material"]
 
 RESEED_DRAWS = 4096
 """Draws a reseed makes (`reseed`'s `draws`): about 0.15 s, 16 times the subgame's 256 roots."""
 
 FULL = (1 << 64) - 1
 PAWN_SQUARES = 0x00FF_FFFF_FFFF_FF00  # ranks 2 to 7
+MIN_DRAWS = 256
+"""Draws `reseed` makes whatever its deadline (about 10 ms): the P of a redraw at a passed
+deadline still offers the subgame its 256 roots, when that many placements exist."""
 DEADLINE_EVERY = 32
-"""Draws between two readings of `reseed`'s deadline."""
+"""Draws between two readings of `reseed`'s deadline, after `MIN_DRAWS`."""
 _TRIES = 8  # draws of one placement before it counts as failed (a pawn on a must square's rank)
 
 
@@ -150,9 +154,9 @@ def reseed(obs: Observation, material: Sequence[int], ply: int, fullmove0: int =
     that yield `obs` (module docstring; at most 16 times `config.max_positions` draws), at most
     `config.max_positions` of them (a uniform subsample). `material`: the opponent's pieces,
     pawn to king; `ply` and `fullmove0`: the set's place in the game (`BeliefSet`). Raise
-    ReseedError if no draw agrees with the observation. `deadline`: the draws stop when its
-    hard instant has passed, once a position was kept (checked every `DEADLINE_EVERY` draws:
-    about 1 ms)."""
+    ReseedError if no draw agrees with the observation. `deadline`: after `MIN_DRAWS`, the
+    draws stop when its hard instant has passed, once a position was kept (checked every
+    `DEADLINE_EVERY` draws: about 1 ms)."""
     if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
         raise ReseedError(f"draws must be a positive int, got {draws!r}")
     rng = rng if rng is not None else np.random.default_rng()
@@ -178,7 +182,8 @@ def reseed(obs: Observation, material: Sequence[int], ply: int, fullmove0: int =
     shuffler = random.Random(int(rng.integers(1 << 62)))
     kept: list[np.ndarray] = []
     for i in range(draws):
-        if deadline is not None and i % DEADLINE_EVERY == 0 and kept and deadline.passed():
+        if (deadline is not None and i >= MIN_DRAWS and i % DEADLINE_EVERY == 0 and kept
+                and deadline.passed()):
             break
         placed = _draw(pieces, must_sq, free_sq, shuffler)
         if placed is None:

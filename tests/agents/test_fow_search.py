@@ -296,7 +296,7 @@ def _feed(bel: FowBelief, plies: list[tuple[Observation, int | None]],
         bel.update(obs, own)
         if own is None:
             bel.settle(None, None, repair_by if began is None else None)
-        if began is None and (bel.lost or bel.repairs):
+        if began is None and (bel.lost or bel.repairs or bel.redraws):
             began = i
             if first:
                 break
@@ -324,32 +324,35 @@ def _replay_case(at_own_ply: bool = False) -> tuple[Plies, int]:
     pytest.fail(f"no game of 80 lost the truth from a 2-position P (at_own_ply={at_own_ply})")
 
 
-def _rows(bel: FowBelief) -> set[bytes]:
-    return {r.tobytes() for r in bel.set.rows}
+def _observes(bel: FowBelief, obs: Observation) -> bool:
+    """Every position of P gives `obs` (Black's view)."""
+    return len(bel.set) > 0 and all(observe(p, 1) == obs for p in bel.set.positions())
 
 
-def test_a_replay_of_p_stopped_by_its_deadline_goes_on_next_move(
+def test_a_replay_that_cannot_finish_by_its_deadline_gives_way_to_a_redraw(
         caplog: pytest.LogCaptureFixture) -> None:
     """A capped P that lost the truth is replayed with new salts from the last exact P (up to
     a dozen capped updates: over a minute at the 2,000,000-position cap, more than a move's
-    repair share). A replay whose deadline passes (here after two replayed plies, on a fake
-    clock) keeps what it replayed, P unavailable meanwhile (the agent plays its emergency
-    move), and goes on at the next move's settle, taking in the plies played since: it ends
-    with the very P of a replay that had the time (the same salts). It used to give P up for
-    the rest of the game."""
+    repair share). A replay that reaches its deadline (here after two replayed plies, on a
+    fake clock) gives way to a P drawn afresh from the observation: P is available at once,
+    consistent with the observation, and the game goes on from it. A replay that has the
+    time repairs P instead. (A stopped replay used to go on at the next moves, P unavailable
+    meanwhile: the agent played its emergency move, and a timed move's replay ran into the
+    watchdog.)"""
     plies, i = _replay_case()
     game = FowSearchGame()
     free = FowBelief(game, 1, BeliefConfig(max_positions=2))
-    _feed(free, plies[: i + 3])
+    _feed(free, plies[: i + 1])
+    assert not free.lost and free.repairs == 1 and free.redraws == 0
     late = FowBelief(game, 1, BeliefConfig(max_positions=2))
     stop = Deadline(3.0, 3.0, Ticker(step=1.0))  # one reading a ply: 0, 1, then 2 + 1 >= 3
-    with caplog.at_level("INFO", logger="caligo.agents.fow_belief"):
+    with caplog.at_level("WARNING", logger="caligo.agents.fow_belief"):
         assert _feed(late, plies[: i + 1], stop) == i
-    assert late.lost and late.repairing and late.repairs == 0
-    assert "stopped at its deadline after 2 of" in caplog.text
-    _feed(late, plies[i + 1 : i + 3])  # Black's move, then White's: the replay goes on
-    assert not late.lost and late.repairs == 1
-    assert _rows(late) == _rows(free)
+    assert "reached its deadline after 2 of" in caplog.text and "P redrawn" in caplog.text
+    assert not late.lost and late.repairs == 0 and late.redraws == 1
+    assert _observes(late, plies[i][0])
+    _feed(late, plies[i + 1 : i + 3])  # Black's move, then White's
+    assert not late.lost and _observes(late, plies[i + 2][0])
 
 
 def test_a_replay_never_begins_a_ply_it_has_no_time_for(
@@ -357,15 +360,9 @@ def test_a_replay_never_begins_a_ply_it_has_no_time_for(
     """One capped update cannot be cut, so a replay begins its next ply only if the dearest ply
     it replayed would still end before its deadline: on a clock that every update moves on by
     1 s, a deadline 3.5 s after the failed update stops the replay after two plies, before
-    the deadline (a third would have ended past it; the watchdog used to answer such moves).
-    `finish` after our move goes on with it only within a deadline that leaves the dearest
-    ply's time, and then ends it with the P of a replay that had the time."""
+    the deadline (a third would have ended past it), and P is redrawn."""
     plies, i = _replay_case()
-    game = FowSearchGame()
-    whole = FowBelief(game, 1, BeliefConfig(max_positions=2))
-    _feed(whole, plies[: i + 1])
-    assert not whole.lost and whole.repairs == 1
-    late = FowBelief(game, 1, BeliefConfig(max_positions=2))
+    late = FowBelief(FowSearchGame(), 1, BeliefConfig(max_positions=2))
     _feed(late, plies[:i])
     assert not late.lost
     clock = Ticker()
@@ -383,15 +380,11 @@ def test_a_replay_never_begins_a_ply_it_has_no_time_for(
     monkeypatch.setattr(BeliefSet, "update_own_move", timed(real[1]))
     stop = Deadline(3.5, 3.5, clock)
     late.update(*plies[i])
-    with caplog.at_level("INFO", logger="caligo.agents.fow_belief"):
+    with caplog.at_level("WARNING", logger="caligo.agents.fow_belief"):
         late.settle(None, None, stop)  # the failed update (t = 1), then plies at 1 and 2
-    assert "stopped at its deadline after 2 of" in caplog.text and "took 1000 ms" in caplog.text
-    assert clock.t == 3.0 and not stop.passed() and late.repairing
-    assert late.finish(None) and late.repairing  # no deadline: it waits for the next move
-    assert late.finish(Deadline(3.5, 3.5, clock)) and late.repairing  # the dearest is kept
-    assert clock.t == 3.0
-    assert late.finish(Deadline(100.0, 100.0, clock))
-    assert not late.lost and late.repairs == 1 and _rows(late) == _rows(whole)
+    assert "reached its deadline after 2 of" in caplog.text and "took 1000 ms" in caplog.text
+    assert clock.t == 3.0 and not stop.passed()
+    assert not late.lost and late.redraws == 1 and _observes(late, plies[i][0])
 
 
 def test_a_replay_begun_by_our_own_move_waits_for_a_bound() -> None:

@@ -128,8 +128,8 @@ def test_own_budget_options() -> None:
     # under a count, a stage is its share of the guard (the belief update's 40%)
     bd = plan.belief_deadline
     assert bd is not None and bd.hard == pytest.approx(100.0 + 0.4 * 9.98)
-    # a replay of a lost P may use half of the guard (10 s - 20 ms of overhead), then goes
-    # on at the next move; a timed move's replay half of the move (it used to run on until
+    # a replay of a lost P may use half of the guard (10 s - 20 ms of overhead), then P is
+    # redrawn; a timed move's replay half of the move (it used to run on until
     # the watchdog answered)
     r = plan.repair_deadline
     assert r is not None and r.hard == pytest.approx(100.0 + 0.5 * 9.98)

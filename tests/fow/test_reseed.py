@@ -19,7 +19,7 @@ from caligo.fow.belief_update import SizeKind
 from caligo.fow.game import Game
 from caligo.fow.observation import observe, observe_reference
 from caligo.fow.position import STARTING_FEN, from_fen, to_fen
-from caligo.fow.reseed import DEADLINE_EVERY, ReseedError, reseed, unseen_material
+from caligo.fow.reseed import DEADLINE_EVERY, MIN_DRAWS, ReseedError, reseed, unseen_material
 from caligo.limits import Deadline
 from tests.clocks import Ticker
 
@@ -120,19 +120,20 @@ def test_the_cap_holds_and_bad_inputs_raise() -> None:
     assert unseen_material(observe(promoted, 0), [1, 0, 0, 0, 0, 1]) == [0, 0, 0, 0, 0, 1]
 
 
-def test_the_draws_stop_at_a_deadline_once_a_position_is_kept() -> None:
+def test_the_draws_stop_at_a_deadline_after_the_minimum() -> None:
     """White at the start: Black's 16 pieces unseen on 32 fog squares, so nearly every draw is
     a new position. On a fake clock that a reading moves on by 1 s, a deadline 2.5 s away is
-    past at its fourth reading (the first comes after `DEADLINE_EVERY` draws, when a position
-    was kept): at most four blocks are drawn, where 4,096 draws without it keep thousands; a
-    passed deadline still leaves the first block, so P is never empty."""
+    past at its fourth reading (the first comes after `MIN_DRAWS` draws, then one every
+    `DEADLINE_EVERY`): about `MIN_DRAWS` + 3 blocks are drawn, where 4,096 draws without it
+    keep thousands; a passed deadline still leaves `MIN_DRAWS`, so P is never empty and
+    offers the subgame its roots."""
     obs = observe(from_fen(STARTING_FEN), 0)
     material = [8, 2, 2, 2, 1, 1]
     whole = reseed(obs, material, 0, draws=4096, rng=np.random.default_rng(2))
     assert whole.size_seen > 2000
     cut = reseed(obs, material, 0, draws=4096, rng=np.random.default_rng(2),
                  deadline=Deadline(2.5, 2.5, Ticker(step=1.0)))
-    assert 3 * DEADLINE_EVERY < cut.size_seen <= 4 * DEADLINE_EVERY
+    assert MIN_DRAWS + 2 * DEADLINE_EVERY < cut.size_seen <= MIN_DRAWS + 3 * DEADLINE_EVERY
     late = reseed(obs, material, 0, draws=4096, rng=np.random.default_rng(2),
                   deadline=Deadline(0.0, 0.0, Ticker()))
-    assert 0 < late.size_seen <= DEADLINE_EVERY
+    assert MIN_DRAWS - DEADLINE_EVERY < late.size_seen <= MIN_DRAWS
