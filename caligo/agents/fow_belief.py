@@ -166,7 +166,7 @@ class FowBelief:
                     self._set = self._set.complete()
                 self._set = self._set.update_own_move(int(own_action), o)
             except FowError as exc:
-                self._repair(exc)  # begun only: it runs in a settle or a finish's deadline
+                self._repair(exc)  # begun only: the next settle runs it, within its move
             self._checkpoint()
         else:
             self.settle()  # a second opponent ply in a row (never in FoW chess): apply the first
@@ -319,9 +319,10 @@ class FowBelief:
                                   ("belief_redraws", self.redraws)) if n}
 
     def _material(self) -> list[int]:
-        """The opponent's pieces now (a count per type, pawn to king): the last exact P's,
-        less those our moves since captured (the square we moved to held one in the
-        observation before, or an en-passant capture)."""
+        """The opponent's pieces now (a count per type, pawn to king): those of the base P's
+        first position (the last exact or redrawn P: its other positions differ only by an
+        unseen promotion), less those our moves since captured (the square we moved to held
+        one in the observation before, or an en-passant capture)."""
         them = 1 - self.player
         first = self._base.positions(np.arange(1))[0]
         counts = [int(first[them * 6 + t]).bit_count() for t in range(6)]
