@@ -18,7 +18,7 @@ import chess
 import numpy as np
 import pytest
 
-from caligo.agents.fow_belief import FowBelief
+from caligo.agents.fow_belief import REDRAW_MIN, FowBelief
 from caligo.agents.fow_search import (
     FowEvaluator,
     FowSearchError,
@@ -341,10 +341,10 @@ def test_a_replay_that_cannot_finish_by_its_deadline_gives_way_to_a_redraw(
     watchdog.)"""
     plies, i = _replay_case()
     game = FowSearchGame()
-    free = FowBelief(game, 1, BeliefConfig(max_positions=2))
+    free = FowBelief(game, 1, BeliefConfig(max_positions=2), redraw_min=1)
     _feed(free, plies[: i + 1])
     assert not free.lost and free.repairs == 1 and free.redraws == 0
-    late = FowBelief(game, 1, BeliefConfig(max_positions=2))
+    late = FowBelief(game, 1, BeliefConfig(max_positions=2), redraw_min=1)
     stop = Deadline(3.0, 3.0, Ticker(step=1.0))  # one reading a ply: 0, 1, then 2 + 1 >= 3
     with caplog.at_level("WARNING", logger="caligo.agents.fow_belief"):
         assert _feed(late, plies[: i + 1], stop) == i
@@ -362,7 +362,7 @@ def test_a_replay_never_begins_a_ply_it_has_no_time_for(
     1 s, a deadline 3.5 s after the failed update stops the replay after two plies, before
     the deadline (a third would have ended past it), and P is redrawn."""
     plies, i = _replay_case()
-    late = FowBelief(FowSearchGame(), 1, BeliefConfig(max_positions=2))
+    late = FowBelief(FowSearchGame(), 1, BeliefConfig(max_positions=2), redraw_min=1)
     _feed(late, plies[:i])
     assert not late.lost
     clock = Ticker()
@@ -403,16 +403,16 @@ def test_a_replay_begun_by_our_own_move_waits_for_a_bound() -> None:
 
 def test_p_is_redrawn_when_no_replay_survives(caplog: pytest.LogCaptureFixture) -> None:
     """A 2-position P soon loses the truth for every salt: P is then drawn afresh from the
-    last observation and the opponent's material (`caligo.fow.reseed`) instead of being given
-    up, and the game goes on with it: after every later ply P is available again (a redraw or
-    a repair at worst), every position in it gives the ply's observation, and the opponent has
-    as many pieces in it as on the referee's board (a pawn promoted unseen is still counted
-    as a pawn)."""
+    last observation and the opponent's material (`caligo.fow.reseed`; here with no floor on
+    the redrawn P's size, `redraw_min=1`) instead of being given up, and the game goes on with
+    it: after every later ply P is available again (a redraw or a repair at worst), every
+    position in it gives the ply's observation, and the opponent has as many pieces in it as
+    on the referee's board (a pawn promoted unseen is still counted as a pawn)."""
     game = FowSearchGame()
     for seed in range(40):
         plies = _random_game(seed, 120)
         g = _replayed_games(seed, 120)
-        bel = FowBelief(game, 1, BeliefConfig(max_positions=2))
+        bel = FowBelief(game, 1, BeliefConfig(max_positions=2), redraw_min=1)
         with caplog.at_level("WARNING", logger="caligo.agents.fow_belief"):
             for k, (obs, own) in enumerate(plies):
                 bel.update(obs, own)
@@ -428,6 +428,26 @@ def test_p_is_redrawn_when_no_replay_survives(caplog: pytest.LogCaptureFixture) 
         if bel.redraws:
             assert "P redrawn from the observation" in caplog.text
             assert "P is lost" not in caplog.text
+            return
+    pytest.fail("no game of 40 lost every replay of a 2-position P")
+
+
+def test_a_redraw_the_memory_cap_cuts_to_a_few_guesses_gives_p_up(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """With the default `REDRAW_MIN`, a 2-position cap would leave a redrawn P of 2 guesses,
+    which a search trusts (redrawing at a 3-position cap lost to giving P up: Elo -70
+    [-157, +8], 20 pairs); P is given up instead and the agent plays its emergency move."""
+    game = FowSearchGame()
+    for seed in range(40):
+        bel = FowBelief(game, 1, BeliefConfig(max_positions=2))
+        with caplog.at_level("ERROR", logger="caligo.agents.fow_belief"):
+            for obs, own in _random_game(seed, 120):
+                bel.update(obs, own)
+                if own is None:
+                    bel.settle()
+        if "P is lost" in caplog.text:
+            assert bel.lost and bel.redraws == 0
+            assert f"fewer than {REDRAW_MIN}" in caplog.text
             return
     pytest.fail("no game of 40 lost every replay of a 2-position P")
 
