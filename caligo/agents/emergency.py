@@ -37,6 +37,7 @@ from caligo.fow.bitboard import (
     PAWN_ATTACKS,
     bishop_attacks_slow,
     rook_attacks_slow,
+    squares_of,
 )
 from caligo.fow.observation import Observation
 from caligo.fow.position import (
@@ -68,13 +69,6 @@ _ROOK_HOPS = {6: (7, 5), 2: (0, 3), 62: (63, 61), 58: (56, 59)}
 """Castling: the king's destination -> the rook's (from, to)."""
 
 
-def _bits(bb: int) -> list[int]:
-    out = []
-    while bb:
-        low = bb & -bb
-        out.append(low.bit_length() - 1)
-        bb ^= low
-    return out
 
 
 def _attacks(piece: int, color: int, sq: int, occ: int) -> int:
@@ -108,9 +102,9 @@ def _attack_maps(boards: Sequence[int], color: int, occ: int
     cheapest, count = [0] * 64, [0] * 64
     reach: dict[int, int] = {}
     for piece in (KING, QUEEN, ROOK, BISHOP, KNIGHT, PAWN):  # dearest first: cheaper overwrite
-        for sq in _bits(boards[piece]):
+        for sq in squares_of(boards[piece]):
             reach[sq] = _attacks(piece, color, sq, occ)
-            for t in _bits(reach[sq]):
+            for t in squares_of(reach[sq]):
                 cheapest[t] = VALUES[piece]
                 count[t] += 1
     return cheapest, count, reach
@@ -158,8 +152,8 @@ def move_scores(obs: Observation, color: int, legal: Sequence[int]) -> list[int]
     # capture may remove the attacker), or it leaves a line through the king's square
     king_lines = (bishop_attacks_slow(king, 0) | rook_attacks_slow(king, 0)) if king >= 0 else 0
     king_now = king >= 0 and _attacked(king, theirs, 1 - color, occ)
-    on = {sq: p for p in range(6) for sq in _bits(ours[p])}
-    foe = {sq: p for p in range(6) for sq in _bits(theirs[p])}
+    on = {sq: p for p in range(6) for sq in squares_of(ours[p])}
+    foe = {sq: p for p in range(6) for sq in squares_of(theirs[p])}
     scores = []
     for m in legal:
         m = int(m)

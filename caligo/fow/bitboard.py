@@ -85,9 +85,14 @@ def bb_of(*squares: Square) -> np.uint64:
 
 
 def squares_of(bb: int | np.uint64) -> list[Square]:
-    """Return the squares of `bb` in increasing order (pure Python)."""
+    """Return the squares of `bb` in increasing order (pure Python: one step a set bit)."""
     b = int(bb)
-    return [sq for sq in range(64) if (b >> sq) & 1]
+    out = []
+    while b:
+        low = b & -b
+        out.append(low.bit_length() - 1)
+        b ^= low
+    return out
 
 
 def _build_files_ranks() -> tuple[np.ndarray, np.ndarray]:

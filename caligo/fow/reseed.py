@@ -38,7 +38,7 @@ import numpy as np
 
 from caligo.fow.belief import BeliefConfig, BeliefSet, pack_positions
 from caligo.fow.belief_update import SizeKind
-from caligo.fow.bitboard import PAWN_ATTACKS
+from caligo.fow.bitboard import PAWN_ATTACKS, squares_of
 from caligo.fow.errors import FowError
 from caligo.fow.observation import OBS_WORDS, Observation, observe_kernel
 from caligo.fow.position import (
@@ -77,13 +77,6 @@ class ReseedError(FowError):
     """No position agrees with the observation and the material (the message says why)."""
 
 
-def _bits(b: int) -> list[int]:
-    out = []
-    while b:
-        low = b & -b
-        out.append(low.bit_length() - 1)
-        b ^= low
-    return out
 
 
 def unseen_material(obs: Observation, material: Sequence[int]) -> list[int]:
@@ -116,7 +109,7 @@ def _squares(obs: Observation) -> tuple[int, int]:
     must = 0
     step = 8 if me == WHITE else -8
     start = 0x0000_0000_0000_FF00 if me == WHITE else 0x00FF_0000_0000_0000
-    for sq in _bits(pawns):
+    for sq in squares_of(pawns):
         forbidden |= int(PAWN_ATTACKS[me, sq])
         one = sq + step
         if not 0 <= one < 64:
@@ -165,8 +158,8 @@ def reseed(obs: Observation, material: Sequence[int], ply: int, fullmove0: int =
     me, them = int(obs.player), 1 - int(obs.player)
     left = unseen_material(obs, material)
     allowed, must = _squares(obs)
-    free_sq = _bits(allowed & ~must)
-    must_sq = _bits(must)
+    free_sq = squares_of(allowed & ~must)
+    must_sq = squares_of(must)
     pieces = [t for t in range(6) for _ in range(left[t])]
     if len(pieces) < len(must_sq) or len(pieces) > len(must_sq) + len(free_sq):
         raise ReseedError(f"{len(pieces)} unseen enemy pieces cannot fill the {len(must_sq)} "
