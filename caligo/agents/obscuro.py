@@ -366,16 +366,15 @@ class ObscuroAgent(AgentBase):
         """Complete a partial P update after our move (the opponent's time), for at least
         `PONDER_MIN_MS` and twice our last planned move; past that, P keeps what it has and
         says so."""
-        b = self._belief
-        assert b is not None
-        if not b.partial or b.lost:
+        assert self._belief is not None
+        if not self._belief.partial or self._belief.lost:
             return
         last = self.timer.last
         deadline = None
         if last is not None and last.iterations is None:
             deadline = Deadline.within(max(PONDER_MIN_MS, 2.0 * last.optimum_ms) / 1000.0,
                                        now=self.timer.now)
-        self._ponder_done = b.finish(deadline)
+        self._ponder_done = self._belief.finish(deadline)
 
     def _settle_belief(self, plan: MovePlan) -> None:
         """The queued P update of the opponent's ply, inside the move's belief stage."""
