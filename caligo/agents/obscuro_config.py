@@ -114,6 +114,7 @@ OPTIONS_HELP = (
     "profile_and_regrets (what the next move's search keeps), expand=R (expansions "
     "per iteration under an iteration budget), roots=N, rootshare=F (the share of the "
     "construction's time left that expanding our infoset's roots may take, in (0, 1]), "
+    "prior=T (the temperature of a PUCT prior from the evaluator's values; default none), "
     "expanders=N, engines=N (Stockfish processes), nodes=N (arena capacity), belief=N (P cap), "
     "seed=N, stockfish=PATH"
 )
@@ -132,6 +133,7 @@ class ObscuroConfig:
     expansions per solver iteration under an iteration budget (the deterministic schedule
     spreads them over the iterations). min_roots: Fig. 9's MININFOSETSIZE. root_share: the
     search's `root_expansion_share` (a preset's root expansion under a time budget).
+    puct_prior: the search's `puct_prior` (None: Obscuro's PUCT, with no prior).
     expanders: expander threads under a time budget. engines: Stockfish processes (`slots`:
     at least one per expander); the search's expanders use theirs, and the agent's own calls
     outside the search (the subgame's roots and their expansion, while the solver's core is
@@ -150,6 +152,7 @@ class ObscuroConfig:
     expand_ratio: float = 0.25
     min_roots: int = 256
     root_share: float = 1.0
+    puct_prior: float | None = None
     expanders: int = 1
     engines: int = 2
     expander_batch: int = 4
@@ -174,6 +177,11 @@ class ObscuroConfig:
             raise ObscuroConfigError(f"expand_ratio must be > 0: {self.expand_ratio!r}")
         if not isinstance(self.root_share, int | float) or not 0.0 < self.root_share <= 1.0:
             raise ObscuroConfigError(f"root_share must be in (0, 1]: {self.root_share!r}")
+        if self.puct_prior is not None and (
+            not isinstance(self.puct_prior, int | float) or not math.isfinite(self.puct_prior)
+            or self.puct_prior <= 0
+        ):
+            raise ObscuroConfigError(f"puct_prior must be > 0: {self.puct_prior!r}")
         for name, lo in (("min_roots", 0), ("expanders", 1), ("engines", 1), ("expander_batch", 1),
                          ("max_nodes", 1024), ("belief_cap", 1)):
             v = getattr(self, name)
@@ -214,7 +222,8 @@ class ObscuroConfig:
         )
         if self.preset is not None:
             base = replace(base, **PRESETS[self.preset])  # type: ignore[arg-type]
-        return self.ablation.apply(replace(base, root_expansion_share=self.root_share))
+        return self.ablation.apply(replace(base, root_expansion_share=self.root_share,
+                                           puct_prior=self.puct_prior))
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ObscuroConfig:
@@ -222,7 +231,7 @@ class ObscuroConfig:
         OptionError or ObscuroConfigError quoting them."""
         opts = OptionReader("obscuro", options, (
             "budget", "eval", "ablation", "subgame", "preset", "carry", "expand", "roots",
-            "rootshare", "expanders", "engines", "nodes", "belief", "seed", "stockfish"))
+            "rootshare", "prior", "expanders", "engines", "nodes", "belief", "seed", "stockfish"))
         kw: dict[str, Any] = {}
         if "budget" in opts:
             kw["budget"] = parse_budget(opts.text("budget"))
@@ -236,6 +245,8 @@ class ObscuroConfig:
             kw["expand_ratio"] = opts.number("expand")
         if "rootshare" in opts:
             kw["root_share"] = opts.number("rootshare")
+        if "prior" in opts:
+            kw["puct_prior"] = opts.number("prior")
         for key, name in (("roots", "min_roots"), ("expanders", "expanders"),
                           ("engines", "engines"), ("nodes", "max_nodes"),
                           ("belief", "belief_cap"), ("seed", "seed")):

@@ -245,7 +245,12 @@ class SearchConfig:
     sense of Johanson, Zinkevich and Bowling 2008, "Computing robust counter-strategies"; 0 is
     Obscuro). root_expansion_share: the share of the construction's time left (to each instant
     of its deadline) that expanding those roots may take; 1 is all of it (a timed search
-    only: an iteration count's construction has only the referee's guard).
+    only: an iteration count's construction has only the referee's guard). puct_prior: the
+    temperature T of a prior on the PUCT bonus from the evaluator's values of a node's children
+    (v, in the acting player's view, divided by the utility scale): action a's bonus is weighed
+    by n softmax(v / T)_a, so the weights average 1 and T -> inf is no prior. None is Obscuro's
+    C.4 (no prior); AlphaZero's PUCT takes its prior from a policy network instead (Silver et al.
+    2018, "A general reinforcement learning algorithm that masters chess, shogi, and Go").
     """
 
     budget: Iterations | Seconds = field(default_factory=lambda: Iterations(1000))
@@ -280,6 +285,7 @@ class SearchConfig:
     root_expansion: RootExpansion = RootExpansion.NONE
     root_floor: float = 0.0
     root_expansion_share: float = 1.0
+    puct_prior: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.budget, Iterations | Seconds):
@@ -321,6 +327,12 @@ class SearchConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
                 raise SearchConfigError(f"{name} must be a finite number, got {v!r}")
+        if self.puct_prior is not None and (
+            isinstance(self.puct_prior, bool) or not isinstance(self.puct_prior, int | float)
+            or not math.isfinite(self.puct_prior) or self.puct_prior <= 0
+        ):
+            raise SearchConfigError(f"puct_prior must be a finite number > 0 or None, got "
+                                    f"{self.puct_prior!r}")
         if self.puct_c < 0:
             raise SearchConfigError(f"puct_c must be >= 0, got {self.puct_c!r}")
         if not 0.0 <= self.explore_mix <= 1.0:

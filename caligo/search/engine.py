@@ -284,7 +284,7 @@ class GrowingTreeSearch:
     def _walks(self, ex: X.Expander, count: int, step0: int) -> np.ndarray:
         c = self.config
         return ex.select_many(count, step0, self.searcher, c.expansion is Expansion.TWO_SIDED,
-                              c.puct_c, c.explore_mix, self.util_scale)
+                              c.puct_c, c.explore_mix, self.util_scale, c.puct_prior or 0.0)
 
     def _expansion_count(self, iterations: int) -> int:
         c = self.config

@@ -12,7 +12,9 @@ proportion to q_h, down the expanded tree:
   mean); var is the empirical variance of that value over the previous visits of I during
   expansion, with two prior samples -1 and +1 (values divided by the game's utility scale, so the
   priors are the ends of the range as in Obscuro's [-1, 1]); N counts expansion visits. C.4 says
-  "variance" and so do we (not the standard deviation of UCB formulas);
+  "variance" and so do we (not the standard deviation of UCB formulas). With a prior
+  (`SearchConfig.puct_prior` = T) the bonus of a is weighed by n softmax(v / T)_a, v the
+  heuristic values of the walk's node's children in the acting player's view (C.4 has none);
 - at the other player's nodes the current strategy; at chance nodes the chance probabilities
   (two-sided GT-CFR: both players explore);
 - the walk stops, expanding nothing, at a terminal node, at a node still NEW (the solver has not
@@ -141,6 +143,7 @@ def _select_kernel(
     puct_c: float,
     explore_mix: float,
     util_scale: float,
+    prior_temp: float,
     nd: NodeArrays,
     inf: InfosetArrays,
     sl: SlotArrays,
@@ -150,7 +153,8 @@ def _select_kernel(
 ) -> int:
     """One DOEXPANSIONSTEP walk (module docstring): the claimed leaf, or -1 for none.
 
-    explorer: 0 or 1. util_scale > 0 divides values for the PUCT statistics. rng: uint64[1].
+    explorer: 0 or 1. util_scale > 0 divides values for the PUCT statistics. prior_temp: the
+    temperature of the PUCT prior (<= 0: none, every action's bonus weighs 1). rng: uint64[1].
     Arrays as in `caligo.search.solver._pass_kernel`.
     """
     searcher = meta[M_SEARCHER]
@@ -198,12 +202,25 @@ def _select_kernel(
                 best = -np.inf
                 arg = s0
                 root_n = np.sqrt(float(nvis))
+                sign = 1.0 if pl == 0 else -1.0
+                vmax = -np.inf
+                z = 0.0
+                if prior_temp > 0.0:
+                    for a in range(n):
+                        vmax = max(vmax, sign * nd.value[c0 + a] / util_scale)
+                    for a in range(n):
+                        z += np.exp((sign * nd.value[c0 + a] / util_scale - vmax) / prior_temp)
                 for a in range(s0, s0 + n):
                     mean = sl.q_sum[a] / cnt
                     var = (sl.q_sqsum[a] + 2.0) / cnt - mean * mean
                     if var < 0.0:
                         var = 0.0
-                    qb = sl.q[a] / util_scale + puct_c * var * root_n / (1.0 + sl.n_visits[a])
+                    weight = 1.0
+                    if prior_temp > 0.0:
+                        v = sign * nd.value[c0 + a - s0] / util_scale
+                        weight = n * np.exp((v - vmax) / prior_temp) / z
+                    qb = (sl.q[a] / util_scale
+                          + puct_c * weight * var * root_n / (1.0 + sl.n_visits[a]))
                     if qb > best:
                         best = qb
                         arg = a
@@ -225,6 +242,7 @@ def _select_batch_kernel(
     puct_c: float,
     explore_mix: float,
     util_scale: float,
+    prior_temp: float,
     nd: NodeArrays,
     inf: InfosetArrays,
     sl: SlotArrays,
@@ -238,8 +256,8 @@ def _select_batch_kernel(
     k = 0
     for i in range(count):
         explorer = searcher if (step0 + i) % 2 == 0 else 1 - searcher
-        h = _select_kernel(explorer, two_sided, puct_c, explore_mix, util_scale, nd, inf, sl,
-                           rt, meta, rng)
+        h = _select_kernel(explorer, two_sided, puct_c, explore_mix, util_scale, prior_temp, nd,
+                           inf, sl, rt, meta, rng)
         if h >= 0:
             out[k] = h
             k += 1
@@ -471,20 +489,23 @@ class Expander:
         self.full = False
 
     def select(self, explorer: int, two_sided: bool, puct_c: float, explore_mix: float,
-               util_scale: float) -> int:
+               util_scale: float, prior_temp: float = 0.0) -> int:
         """One selection walk; the claimed leaf or -1."""
         a = self.arena
         return int(_select_kernel(explorer, two_sided, puct_c, explore_mix, util_scale,
-                                  a.nodes, a.infosets, a.slots, a.roots, a.meta, self.rng))
+                                  float(prior_temp), a.nodes, a.infosets, a.slots, a.roots,
+                                  a.meta, self.rng))
 
     def select_many(self, count: int, step0: int, searcher: int, two_sided: bool,
-                    puct_c: float, explore_mix: float, util_scale: float) -> np.ndarray:
+                    puct_c: float, explore_mix: float, util_scale: float,
+                    prior_temp: float = 0.0) -> np.ndarray:
         """`count` walks in one kernel call; the claimed leaves."""
         a = self.arena
         out = np.empty(max(count, 1), dtype=np.int32)
         k = _SELECT_BATCH(int(count), int(step0), int(searcher), bool(two_sided),
-                          float(puct_c), float(explore_mix), float(util_scale), a.nodes,
-                          a.infosets, a.slots, a.roots, a.meta, self.rng, out)
+                          float(puct_c), float(explore_mix), float(util_scale),
+                          float(prior_temp), a.nodes, a.infosets, a.slots, a.roots, a.meta,
+                          self.rng, out)
         return out[:k]
 
     def expand(self, leaves: np.ndarray, deadline: Deadline | None = None,

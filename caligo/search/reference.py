@@ -245,8 +245,13 @@ def _uniform_support(w: list[float], rng: XorShift) -> int:
 
 
 def reference_select(arena: Arena, explorer: int, two_sided: bool, puct_c: float,
-                     explore_mix: float, util_scale: float, rng: XorShift) -> int:
-    """Fig. 12's walk (see `caligo.search.expand`); claims and returns the leaf, or -1."""
+                     explore_mix: float, util_scale: float, rng: XorShift,
+                     prior_temp: float = 0.0) -> int:
+    """Fig. 12's walk (see `caligo.search.expand`); claims and returns the leaf, or -1.
+
+    prior_temp > 0 weighs each action's exploration bonus by n softmax(v / prior_temp), v the
+    heuristic values of the node's children in the acting player's view (divided by util_scale).
+    """
     nd, inf, sl, rt = arena.nodes, arena.infosets, arena.slots, arena.roots
     opp = 1 - arena.searcher
     m = arena.n_j
@@ -287,12 +292,19 @@ def reference_select(arena: Arena, explorer: int, two_sided: bool, puct_c: float
                 sl.q_sqsum[a] += x * x
             if rng.rand() < explore_mix:
                 cnt = nv + 2.0
+                weights = [1.0] * n
+                if prior_temp > 0:
+                    sign = 1.0 if p == 0 else -1.0
+                    v = [sign * float(nd.value[c]) / util_scale for c in kids]
+                    e = [math.exp((x - max(v)) / prior_temp) for x in v]
+                    weights = [n * x / sum(e) for x in e]
                 scores = []
                 for a in range(s0, s0 + n):
                     mean = float(sl.q_sum[a]) / cnt
                     var = max((float(sl.q_sqsum[a]) + 2.0) / cnt - mean * mean, 0.0)
                     scores.append(float(sl.q[a]) / util_scale
-                                  + puct_c * var * math.sqrt(nv) / (1.0 + float(sl.n_visits[a])))
+                                  + puct_c * weights[a - s0] * var * math.sqrt(nv)
+                                  / (1.0 + float(sl.n_visits[a])))
                 k = int(np.argmax(scores))
             else:
                 k = _uniform_support(strat, rng)

@@ -373,6 +373,8 @@ def test_options_and_their_errors() -> None:
         ("obscuro:rootshare=0", "root_share must be in .0, 1.: 0.0"),
         ("obscuro:rootshare=1.5", "root_share must be in .0, 1.: 1.5"),
         ("obscuro:rootshare=nan", "rootshare must be a finite number"),
+        ("obscuro:prior=0", "puct_prior must be > 0: 0.0"),
+        ("obscuro:prior=inf", "prior must be a finite number"),
     ):
         with pytest.raises(AgentSpecError, match=match):
             create(spec)
@@ -398,6 +400,9 @@ def test_a_preset_sets_the_construction_and_nothing_else() -> None:
     # the root expansion's share of the construction is the agent's, over the preset's
     shared = ObscuroConfig.from_options({"preset": "safe", "rootshare": "0.3"}).search_config()
     assert shared.root_expansion_share == 0.3 and plain.root_expansion_share == 1.0
+    # so is the PUCT prior (none by default, as in Obscuro)
+    prior = ObscuroConfig.from_options({"preset": "safe", "prior": "0.1"}).search_config()
+    assert prior.puct_prior == 0.1 and plain.puct_prior is None
 
 
 def test_obscuro_is_the_strongest_agent() -> None:

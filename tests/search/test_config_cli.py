@@ -40,6 +40,10 @@ from caligo.search.config import (
     {"root_expansion_share": 0.0},
     {"root_expansion_share": 1.01},
     {"root_expansion_share": float("inf")},
+    {"puct_prior": 0.0},
+    {"puct_prior": -1.0},
+    {"puct_prior": float("nan")},
+    {"puct_prior": True},
     {"root_expansion": "infoset"},
     {"subgame": "klss_root"},
 ])

@@ -24,8 +24,10 @@ from caligo.search.reference import XorShift, reference_select
 from tests.search.conftest import belief_at, gtcfr_search, rng, util_scale
 
 
-@pytest.mark.parametrize("two_sided", [False, True])
-def test_select_kernel_matches_reference(two_sided: bool) -> None:
+@pytest.mark.parametrize(("two_sided", "prior"), [(False, 0.0), (True, 0.0), (False, 0.3),
+                                                   (True, 0.05)])
+def test_select_kernel_matches_reference(two_sided: bool, prior: float) -> None:
+    """Also with a PUCT prior (`SearchConfig.puct_prior`), against the reference's softmax."""
     tree = load_game("leduc_poker")
     eng = gtcfr_search(tree, 60, 150)
     bel, key = belief_at(tree, int(tree.infosets_of(0)[3]))
@@ -37,8 +39,8 @@ def test_select_kernel_matches_reference(two_sided: bool) -> None:
         ex = Expander(a, eng.game, eng.evaluator, 11)
         ref = XorShift(int(ex.rng[0]))
         for _ in range(40):
-            h1 = ex.select(explorer, two_sided, 1.0, 0.5, util_scale(tree))
-            h2 = reference_select(b, explorer, two_sided, 1.0, 0.5, util_scale(tree), ref)
+            h1 = ex.select(explorer, two_sided, 1.0, 0.5, util_scale(tree), prior)
+            h2 = reference_select(b, explorer, two_sided, 1.0, 0.5, util_scale(tree), ref, prior)
             assert h1 == h2
         ns, ni, nn = a.n_slots, a.n_infosets, a.n_nodes
         for name in ("n_visits", "q_sum", "q_sqsum"):
@@ -129,3 +131,37 @@ def test_deterministic_runs_are_bit_identical() -> None:
     assert len(prints) == 1
     other = gtcfr_search(tree, 80, 120, seed=6)
     assert _fingerprint(other) not in prints
+
+
+def test_a_puct_prior_explores_the_evaluators_favourite_first() -> None:
+    """With equal values, variances and visit counts the PUCT argmax is the prior's argmax: the
+    child the evaluator likes best for the acting player (without a prior, the first action)."""
+    tree = load_game("leduc_poker")
+    eng = gtcfr_search(tree, 60, 40)
+    bel, key = belief_at(tree, int(tree.infosets_of(0)[3]))
+    eng.reroot(bel, key, rng())
+    eng.ensure_infoset(key)
+    eng.iterate(5)
+    moved = walks = 0
+    for walk in range(40):
+        a = eng.arena.copy()
+        for name in ("q", "q_sum", "q_sqsum", "n_visits"):
+            getattr(a.slots, name)[:] = 0
+        a.infosets.visits[:] = 0
+        nd = a.nodes
+        ex = Expander(a, eng.game, eng.evaluator, 100 + walk)
+        h = ex.select(0, True, 1.0, 1.0, util_scale(tree), 0.01)
+        if h < 0:
+            continue  # the walk ended on a terminal node: no leaf to trace back
+        walks += 1
+        while nd.parent[h] >= 0:
+            p = int(nd.parent[h])
+            if nd.player[p] in (0, 1):
+                sign = 1.0 if nd.player[p] == 0 else -1.0
+                kids = a.children(p)
+                values = [sign * float(nd.value[c]) for c in kids]
+                assert sign * float(nd.value[h]) == max(values)
+                moved += int(h != kids[0])
+            h = p
+    assert walks >= 5
+    assert moved > 0  # the prior's choice is not the no-prior tie-break's first action
