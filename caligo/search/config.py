@@ -250,7 +250,8 @@ class SearchConfig:
     (v, in the acting player's view, divided by the utility scale): action a's bonus is weighed
     by n softmax(v / T)_a, so the weights average 1 and T -> inf is no prior. None is Obscuro's
     C.4 (no prior); AlphaZero's PUCT takes its prior from a policy network instead (Silver et al.
-    2018, "A general reinforcement learning algorithm that masters chess, shogi, and Go").
+    2018, "A general reinforcement learning algorithm that masters chess, shogi, and Go through
+    self-play").
     """
 
     budget: Iterations | Seconds = field(default_factory=lambda: Iterations(1000))
