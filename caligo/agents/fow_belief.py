@@ -71,8 +71,9 @@ class FowBelief:
     Repair. When the memory cap made P a uniform subsample, an observation may leave none of
     its positions (the true P is not empty: `BeliefError`). The update then replays the
     observations since the last exact P with fresh sampling salts (`REPAIR_ATTEMPTS` times).
-    A replay runs within a deadline (`settle`'s `repair_by`: the move's repair stage) and never
-    begins a capped update that the dearest one before it says would end past it. If no replay
+    A replay runs within a deadline (`settle`'s `repair_by`: the move's repair stage): it never
+    begins a capped update that the dearest one before it says would end past it, and an
+    opponent's ply stops at it. If no replay
     survives, or one cannot finish by its deadline, P is drawn afresh from the last observation
     and the opponent's material (`caligo.fow.reseed`; `redraws` counts them), and given up for
     the rest of the game only if no position can be drawn (`lost`: the agent plays its
@@ -261,10 +262,13 @@ class FowBelief:
     def _resume(self, by: Deadline | None) -> None:
         """Run the replay begun: its plies one by one until it has caught up (P is repaired),
         its subsample loses the truth (the next salt starts over; past the last, P is
-        redrawn), or the next ply would end past `by`'s hard instant as far as the dearest
-        ply replayed says (one update cannot be cut, so it is never begun without the time
-        of the dearest): P is then redrawn too (a replay of a dozen capped updates can take
-        minutes; the moves meanwhile used to be played blind)."""
+        redrawn), or it runs out of time: P is then redrawn too (a replay of a dozen capped
+        updates can take minutes; the moves meanwhile used to be played blind). It runs out
+        of time when the next ply would end past `by`'s hard instant as far as the dearest
+        ply replayed says (a ply is not begun only to be cut), or when an opponent's ply
+        reaches that instant: the update stops there (`update_opponent_move`'s deadline)
+        and its partial set is dropped. That bounds the first ply too, which has no dearest
+        ply to go by (one took 5.4 s of a 1 s move at the 2,000,000-position cap)."""
         r = self._replay
         assert r is not None
         began: float | None = None  # when the last ply began (on `by`'s clock)
@@ -282,8 +286,15 @@ class FowBelief:
                     return
             own, obs = self._since[r.done]
             try:
-                r.bel = (r.bel.update_opponent_move(obs) if own is None
-                         else r.bel.update_own_move(own, obs))
+                if own is None:
+                    r.bel = r.bel.update_opponent_move(obs, deadline=by, spread=False)
+                    if r.bel.partial:
+                        self._redraw(by, f"the replay of P (attempt {r.attempt}) reached its "
+                                         f"deadline within ply {r.done + 1} of "
+                                         f"{len(self._since)}")
+                        return
+                else:
+                    r.bel = r.bel.update_own_move(own, obs)
             except FowError:
                 if r.attempt == REPAIR_ATTEMPTS:
                     self._redraw(by, f"no subsample of P survived {REPAIR_ATTEMPTS} replays")

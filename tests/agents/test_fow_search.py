@@ -329,8 +329,25 @@ def _observes(bel: FowBelief, obs: Observation) -> bool:
     return len(bel.set) > 0 and all(observe(p, 1) == obs for p in bel.set.positions())
 
 
+def _ply_clock(monkeypatch: pytest.MonkeyPatch) -> Ticker:
+    """A fake clock that every belief update (a replayed ply) moves on by 1 s."""
+    clock = Ticker()
+
+    def timed(method):  # type: ignore[no-untyped-def]
+        def run(*args, **kwargs):  # type: ignore[no-untyped-def]
+            try:
+                return method(*args, **kwargs)
+            finally:
+                clock.t += 1.0
+        return run
+
+    monkeypatch.setattr(BeliefSet, "update_opponent_move", timed(BeliefSet.update_opponent_move))
+    monkeypatch.setattr(BeliefSet, "update_own_move", timed(BeliefSet.update_own_move))
+    return clock
+
+
 def test_a_replay_that_cannot_finish_by_its_deadline_gives_way_to_a_redraw(
-        caplog: pytest.LogCaptureFixture) -> None:
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     """A capped P that lost the truth is replayed with new salts from the last exact P (up to
     a dozen capped updates: over a minute at the 2,000,000-position cap, more than a move's
     repair share). A replay that reaches its deadline (here after two replayed plies, on a
@@ -345,9 +362,12 @@ def test_a_replay_that_cannot_finish_by_its_deadline_gives_way_to_a_redraw(
     _feed(free, plies[: i + 1])
     assert not free.lost and free.repairs == 1 and free.redraws == 0
     late = FowBelief(game, 1, BeliefConfig(max_positions=2), redraw_min=1)
-    stop = Deadline(3.0, 3.0, Ticker(step=1.0))  # one reading a ply: 0, 1, then 2 + 1 >= 3
+    _feed(late, plies[:i])
+    clock = _ply_clock(monkeypatch)
+    # 1 s an update: the failed one (0 to 1), replayed plies at 1 and 2, then 3 + 1 >= 4
+    stop = Deadline(clock.t + 4.0, clock.t + 4.0, clock)
     with caplog.at_level("WARNING", logger="caligo.agents.fow_belief"):
-        assert _feed(late, plies[: i + 1], stop) == i
+        assert _feed(late, plies[i : i + 1], stop) == 0
     assert "reached its deadline after 2 of" in caplog.text and "P redrawn" in caplog.text
     assert not late.lost and late.repairs == 0 and late.redraws == 1
     assert _observes(late, plies[i][0])
@@ -365,19 +385,7 @@ def test_a_replay_never_begins_a_ply_it_has_no_time_for(
     late = FowBelief(FowSearchGame(), 1, BeliefConfig(max_positions=2), redraw_min=1)
     _feed(late, plies[:i])
     assert not late.lost
-    clock = Ticker()
-    real = BeliefSet.update_opponent_move, BeliefSet.update_own_move
-
-    def timed(method):  # type: ignore[no-untyped-def]
-        def run(*args, **kwargs):  # type: ignore[no-untyped-def]
-            try:
-                return method(*args, **kwargs)
-            finally:
-                clock.t += 1.0
-        return run
-
-    monkeypatch.setattr(BeliefSet, "update_opponent_move", timed(real[0]))
-    monkeypatch.setattr(BeliefSet, "update_own_move", timed(real[1]))
+    clock = _ply_clock(monkeypatch)
     stop = Deadline(3.5, 3.5, clock)
     late.update(*plies[i])
     with caplog.at_level("WARNING", logger="caligo.agents.fow_belief"):
@@ -385,6 +393,26 @@ def test_a_replay_never_begins_a_ply_it_has_no_time_for(
     assert "reached its deadline after 2 of" in caplog.text and "took 1000 ms" in caplog.text
     assert clock.t == 3.0 and not stop.passed()
     assert not late.lost and late.redraws == 1 and _observes(late, plies[i][0])
+
+
+def test_a_replay_stops_within_its_first_ply_at_its_deadline(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The dearest-ply rule cannot bound a replay's first ply (there is no dearest yet: in a
+    match one took 5.4 s of a 1 s move). An opponent's ply replayed stops at the deadline
+    itself, and P is redrawn. Random game 1 at a 400-position cap loses the truth at Black's
+    own ply (index 45): the replay, begun there, starts from an exact P of 286 positions, more
+    than the update's first chunk of parents, so a deadline reached during that chunk leaves
+    the update partial (a fake clock moved on by each reading)."""
+    plies = _random_game(1)
+    bel = FowBelief(FowSearchGame(), 1, BeliefConfig(max_positions=400), redraw_min=1)
+    i = _feed(bel, plies, first=True)
+    assert i == 45 and plies[i][1] is not None and bel.repairing
+    bel.update(*plies[i + 1])
+    with caplog.at_level("WARNING", logger="caligo.agents.fow_belief"):
+        bel.settle(None, None, Deadline(3.0, 3.0, Ticker(step=1.0)))
+    assert "reached its deadline within ply 1 of" in caplog.text and "P redrawn" in caplog.text
+    assert not bel.lost and bel.repairs == 0 and bel.redraws == 1
+    assert _observes(bel, plies[i + 1][0])
 
 
 def test_a_replay_begun_by_our_own_move_waits_for_a_bound() -> None:
