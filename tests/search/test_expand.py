@@ -13,7 +13,7 @@ import pytest
 
 from caligo.core.games import load_game
 from caligo.core.random_games import random_game
-from caligo.core.tree import build_tree
+from caligo.core.tree import GameTree, build_tree
 from caligo.search.arena import EXPANDED, check_invariants
 from caligo.search.config import Expansion, Iterations, SearchConfig
 from caligo.search.engine import GrowingTreeSearch
@@ -24,16 +24,23 @@ from caligo.search.reference import XorShift, reference_select
 from tests.search.conftest import belief_at, gtcfr_search, rng, util_scale
 
 
+def _rerooted(tree: GameTree, expansions: int) -> GrowingTreeSearch:
+    """A 60-iteration search with `expansions` expansions, re-rooted at player 0's fourth
+    infoset and iterated 5 times there."""
+    eng = gtcfr_search(tree, 60, expansions)
+    bel, key = belief_at(tree, int(tree.infosets_of(0)[3]))
+    eng.reroot(bel, key, rng())
+    eng.ensure_infoset(key)
+    eng.iterate(5)
+    return eng
+
+
 @pytest.mark.parametrize(("two_sided", "prior"), [(False, 0.0), (True, 0.0), (False, 0.3),
                                                    (True, 0.05)])
 def test_select_kernel_matches_reference(two_sided: bool, prior: float) -> None:
     """Also with a PUCT prior (`SearchConfig.puct_prior`), against the reference's softmax."""
     tree = load_game("leduc_poker")
-    eng = gtcfr_search(tree, 60, 150)
-    bel, key = belief_at(tree, int(tree.infosets_of(0)[3]))
-    eng.reroot(bel, key, rng())
-    eng.ensure_infoset(key)
-    eng.iterate(5)
+    eng = _rerooted(tree, 150)
     for explorer in (0, 1, 0, 1):
         a, b = eng.arena.copy(), eng.arena.copy()
         ex = Expander(a, eng.game, eng.evaluator, 11)
@@ -137,11 +144,7 @@ def test_a_puct_prior_explores_the_evaluators_favourite_first() -> None:
     """With equal values, variances and visit counts the PUCT argmax is the prior's argmax: the
     child the evaluator likes best for the acting player (without a prior, the first action)."""
     tree = load_game("leduc_poker")
-    eng = gtcfr_search(tree, 60, 40)
-    bel, key = belief_at(tree, int(tree.infosets_of(0)[3]))
-    eng.reroot(bel, key, rng())
-    eng.ensure_infoset(key)
-    eng.iterate(5)
+    eng = _rerooted(tree, 40)
     moved = walks = 0
     for walk in range(40):
         a = eng.arena.copy()
