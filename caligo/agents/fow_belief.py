@@ -286,7 +286,7 @@ class FowBelief:
                     return
             own, obs = self._since[r.done]
             try:
-                if own is None:
+                if own is None:  # in the order of an update with no deadline: same P
                     r.bel = r.bel.update_opponent_move(obs, deadline=by, spread=False)
                     if r.bel.partial:
                         self._redraw(by, f"the replay of P (attempt {r.attempt}) reached its "
