@@ -6,7 +6,7 @@
   `caligo.search.solver._iterate_kernel` and must leave it bit-for-bit... up to floating
   summation order, so tests compare with a tolerance.
 - `reference_select(arena, explorer, ...)`: DOEXPANSIONSTEP's walk (Fig. 12, C.4) with the
-  same xorshift64* stream as `caligo.search.expand._select_kernel`, so the two pick the same
+  same xorshift64* stream as `caligo.search.walk._select_kernel`, so the two pick the same
   leaf and leave the same PUCT statistics.
 """
 
@@ -207,7 +207,7 @@ def reference_iteration(arena: Arena, average: bool = False) -> None:
 
 
 class XorShift:
-    """The xorshift64* stream of `caligo.search.expand._rand`, in Python integers."""
+    """The xorshift64* stream of `caligo.search.walk._rand`, in Python integers."""
 
     def __init__(self, state: int) -> None:
         self.state = state & _MASK
