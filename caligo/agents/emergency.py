@@ -69,8 +69,6 @@ _ROOK_HOPS = {6: (7, 5), 2: (0, 3), 62: (63, 61), 58: (56, 59)}
 """Castling: the king's destination -> the rook's (from, to)."""
 
 
-
-
 def _attacks(piece: int, color: int, sq: int, occ: int) -> int:
     """The squares `color`'s `piece` on `sq` attacks on occupancy `occ`."""
     if piece == PAWN:

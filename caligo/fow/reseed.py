@@ -77,8 +77,6 @@ class ReseedError(FowError):
     """No position agrees with the observation and the material (the message says why)."""
 
 
-
-
 def unseen_material(obs: Observation, material: Sequence[int]) -> list[int]:
     """The opponent's pieces (a count per piece type, pawn to king) that `obs` does not show,
     given all of them (`material`); a piece type seen more often than counted is a promoted

@@ -49,7 +49,6 @@ _S25 = np.uint64(25)
 _S27 = np.uint64(27)
 _S11 = np.uint64(11)
 _RMUL = np.uint64(0x2545F4914F6CDD1D)
-_ONE = np.uint64(1)
 
 
 @njit(cache=True, nogil=True)

