@@ -101,7 +101,10 @@ TABLE_HEADER = ("| engine A | engine B | budget | games | A: W-D-L | pentanomial
 
 
 def move_stats(db: str, engine: str) -> dict[str, Any]:
-    """Means of `engine`'s per-move analysis over the finished games of the database."""
+    """Means of `engine`'s per-move analysis over the finished games of the database, and the
+    counts of its moves with no search behind them: watchdog answers (`overdue_answers`, with
+    the latest return of control, `late_ms_max`) and moves with P lost (`belief_lost_moves`).
+    Those are left out of the means."""
     import sqlite3
 
     if not Path(db).is_file():
@@ -112,7 +115,8 @@ def move_stats(db: str, engine: str) -> dict[str, Any]:
                             "'finished'").fetchall()
         sums: dict[str, float] = dict.fromkeys(MOVE_FIELDS, 0.0)
         counts: dict[str, int] = dict.fromkeys(MOVE_FIELDS, 0)
-        exact = moves = n_games = plies = 0
+        exact = moves = n_games = plies = overdue = lost = 0
+        late_max = 0.0
         ms = 0.0
         time_sums: dict[str, float] = {name: 0.0 for name, _ in TIME_FIELDS}
         timed = 0
@@ -131,6 +135,13 @@ def move_stats(db: str, engine: str) -> dict[str, Any]:
                 if (white if mover_white else black) != engine or not text:
                     continue
                 info = json.loads(text).get("info", {})
+                if info.get("overdue") is True:  # the watchdog's answer (`overdue_answer`)
+                    overdue += 1
+                    late_max = max(late_max, _finite(info.get("late_ms")))
+                    continue
+                if info.get("belief_lost") is True:  # P lost: a move with no search behind it
+                    lost += 1
+                    continue
                 if "nodes" not in info and "trunk_nodes" not in info:
                     continue  # not an analysed search move (a forced move, another agent)
                 moves += 1
@@ -160,7 +171,8 @@ def move_stats(db: str, engine: str) -> dict[str, Any]:
         raise StrengthError(f"no analysed move of engine {engine!r} in {db!r}")
     out: dict[str, Any] = {"engine": engine, "games": n_games, "moves": moves,
                            "plies_per_game": plies / n_games, "ms_per_move": ms / moves,
-                           "belief_exact_share": exact / moves}
+                           "belief_exact_share": exact / moves, "overdue_answers": overdue,
+                           "late_ms_max": late_max, "belief_lost_moves": lost}
     for key in MOVE_FIELDS:
         out[key] = sums[key] / counts[key] if counts[key] else None
     if timed:
@@ -195,6 +207,9 @@ def _moves(args: argparse.Namespace) -> int:
         print(f"| {key} | {'-' if v is None else f'{v:,.1f}'} | "
               f"{'' if ref is None else f'{ref:,.1f}'} |")
     print(f"| P exact (share of moves) | {100 * stats['belief_exact_share']:.1f}% | |")
+    print(f"\nmoves without a search: {stats['overdue_answers']} watchdog answers (the move's "
+          f"work overdue; control back at most {stats['late_ms_max']:,.0f} ms after the answer "
+          f"instant), {stats['belief_lost_moves']} with P lost")
     split = stats.get("time_ms")
     if split:
         total = split["total"] or 1.0

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from caligo.agents.base import TimeControl
@@ -48,9 +49,41 @@ def test_table_and_move_statistics(tmp_path: Path, capsys: pytest.CaptureFixture
     # stable actions a move: the mean of the analyses' own counts, read back from the database
     assert stats["stable"] == pytest.approx(_mean_info(db, "stable")) and stats["stable"] >= 1
     assert f"| stable | {stats['stable']:,.1f} |" in text
+    assert "0 watchdog answers" in text and stats["overdue_answers"] == 0
     with pytest.raises(StrengthError, match="no analysed move of engine 'nobody'"):
         move_stats(str(db), "nobody")
     assert main(["strength", "table", str(tmp_path / "missing.json")]) == 2
+
+
+def test_moves_without_a_search_are_counted_and_left_out_of_the_means(tmp_path: Path) -> None:
+    """A watchdog answer or a move with P lost stores the agents' own analysis forms
+    (`caligo.agents.fow_search.overdue_answer`, the P-lost decision): counted apart, and not
+    averaged with the searched moves."""
+    import sqlite3
+    import threading
+
+    from caligo.agents.fow_search import overdue_answer
+    from caligo.limits import Overdue
+
+    engines = engine_configs(["obscuro:eval=simple", "random"], [TimeControl.parse("iters=20")])
+    db = tmp_path / "m.db"
+    run_match(MatchConfig(engines=engines, rounds=1, seed=3), Outputs(db=db))
+    before = move_stats(str(db), "obscuro:eval=simple")
+    out: Overdue[object] = Overdue({}, threading.Event())
+    out.late_s = 0.25
+    decision = overdue_answer("obscuro", out, 900.0, [], 0, [12], np.random.default_rng(0), 1)
+    con = sqlite3.connect(db)
+    rows = con.execute("SELECT game_id, ply, engine_info FROM plies WHERE engine_info LIKE "
+                       "'%\"nodes\"%' ORDER BY game_id, ply LIMIT 2").fetchall()
+    for (gid, ply, _), info in zip(rows, (decision.info, {"belief_lost": True, "repairs": 3}),
+                                   strict=True):
+        con.execute("UPDATE plies SET engine_info = ? WHERE game_id = ? AND ply = ?",
+                    (json.dumps({"info": info}), gid, ply))
+    con.commit()
+    con.close()
+    after = move_stats(str(db), "obscuro:eval=simple")
+    assert after["overdue_answers"] == 1 and after["late_ms_max"] == 250.0
+    assert after["belief_lost_moves"] == 1 and after["moves"] == before["moves"] - 2
 
 
 def test_table_row_of_a_clean_sweep() -> None:
