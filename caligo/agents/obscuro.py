@@ -98,10 +98,7 @@ from caligo.fow.evaluate import LeafEvaluator, SimpleEvaluator
 from caligo.fow.expand import observation_key
 from caligo.fow.observation import Observation
 from caligo.fow.position import move_to_uci
-from caligo.fow.stockfish import (
-    SlotPool,
-    StockfishPool,
-)
+from caligo.fow.stockfish import SlotPool, StockfishPool
 from caligo.limits import Deadline, Limits, Overdue, Watchdog
 from caligo.search.agent import SearchAgent
 from caligo.search.config import (
@@ -246,8 +243,10 @@ class ObscuroAgent(AgentBase):
 
     @property
     def evaluator_name(self) -> str:
-        """"stockfish" or "simple": what the leaves are scored with."""
-        return "stockfish" if isinstance(self._leaf, StockfishPool) else "simple"
+        """"stockfish", "simple" or "simple-see": what the leaves are scored with."""
+        leaf = self._leaf
+        see = isinstance(leaf, SimpleEvaluator) and leaf.config.exchange
+        return "stockfish" if isinstance(leaf, StockfishPool) else "simple-see" if see else "simple"
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -274,7 +273,7 @@ class ObscuroAgent(AgentBase):
                     return self._leaf
                 self._leaf = self._pool
             else:
-                self._leaf = SimpleEvaluator()
+                self._leaf = cfg.evaluator.builtin_evaluator()
         return self._leaf
 
     def new_game(self, color: int, start_fen: str, time_control: TimeControl, seed: int) -> None:

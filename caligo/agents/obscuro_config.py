@@ -206,7 +206,7 @@ class ObscuroConfig:
     @property
     def uses_stockfish(self) -> bool:
         """Whether games use Stockfish (AUTO resolves to it when the binary is found)."""
-        if self.ablation is Ablation.SIMPLE_EVAL or self.evaluator is EvalChoice.SIMPLE:
+        if self.ablation is Ablation.SIMPLE_EVAL or self.evaluator.builtin:
             return False
         if self.evaluator is EvalChoice.STOCKFISH:
             return True

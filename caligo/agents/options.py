@@ -7,7 +7,8 @@ the engine, the key and the value. The keys the engines share:
 | key       | value                     | meaning                        | engines           |
 |-----------|---------------------------|--------------------------------|-------------------|
 | budget    | iters=N, mt=SECONDS, ...  | the engine's own move budget   | obscuro, zs21     |
-| eval      | auto, stockfish, simple   | the leaf evaluator             | obscuro, zs21     |
+| eval      | auto, stockfish, simple,  | the leaf evaluator             | obscuro, zs21     |
+|           | simple-see                |                                |                   |
 | seed      | integer                   | the engine's base seed         | all               |
 | belief    | integer >= 1              | P's memory cap, in positions   | obscuro, zs21     |
 | nodes     | integer                   | the search tree's capacity     | obscuro, zs21     |
@@ -25,6 +26,7 @@ from enum import Enum
 from typing import TypeVar
 
 from caligo.errors import CaligoError
+from caligo.fow.evaluate import SimpleEvalConfig, SimpleEvaluator
 
 __all__ = ["EvalChoice", "OptionError", "OptionReader"]
 
@@ -41,6 +43,17 @@ class EvalChoice(Enum):
     AUTO = "auto"  # Stockfish when the binary is found, else the built-in evaluation
     STOCKFISH = "stockfish"  # Obscuro, appendix C.5; ZS21, appendix D.1 (an error if missing)
     SIMPLE = "simple"  # material + visible squares (Obscuro, section 4.1, ablation 6)
+    SIMPLE_SEE = "simple-see"  # the same, plus the side to move's best capture by exchange
+
+    @property
+    def builtin(self) -> bool:
+        """Whether the choice is a built-in evaluator (never Stockfish)."""
+        return self in (EvalChoice.SIMPLE, EvalChoice.SIMPLE_SEE)
+
+    def builtin_evaluator(self) -> SimpleEvaluator:
+        """The built-in evaluator this choice names (`SIMPLE_SEE`: with static exchanges,
+        `caligo.fow.evaluate`); the plain one for the others (their fallback)."""
+        return SimpleEvaluator(SimpleEvalConfig(exchange=self is EvalChoice.SIMPLE_SEE))
 
 
 class OptionReader:

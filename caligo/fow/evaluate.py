@@ -26,6 +26,18 @@ Positions whose value the rules decide (`decided`) are scored exactly, before an
 
 Values are in White's view in [-1, 1]; `to_mover_view` flips them for the side that moved.
 `evaluate_reference` is the slow python-chess reference the tests hold the kernel to.
+
+Exchanges (`SimpleEvalConfig.exchange`, the `simple-see` evaluator; off in the paper's
+ablation). A leaf's material count ignores a piece left hanging: a move that puts the queen
+where a pawn takes it scores as the queen's best square. With `exchange`, the side to move
+also gets its best capture, valued by static exchange evaluation (the "swap" algorithm of
+chess programs: on the target square each side captures with its least valuable attacker,
+x-rays included, and either may stop): cp gains max(0, the best exchange) for the side to
+move. This is a one-ply quiescence check of hanging pieces. Fog of War needs nothing more: a
+piece that attacks a square sees it, so each capture of an exchange is visible to its player,
+and a capture is never illegal (a king that takes a defended piece is taken: a king is worth
+`KING_EXCHANGE_CP` in an exchange). Stockfish needs no such check: its depth-1 search runs
+its capture search below every move it scores.
 """
 
 from __future__ import annotations
@@ -37,7 +49,17 @@ from typing import Any, Protocol
 import numpy as np
 from numba import njit
 
-from caligo.fow.bitboard import U0, popcount
+from caligo.fow.bitboard import (
+    KING_ATTACKS,
+    KNIGHT_ATTACKS,
+    PAWN_ATTACKS,
+    U0,
+    U1,
+    bishop_attacks,
+    lsb,
+    popcount,
+    rook_attacks,
+)
 from caligo.fow.expand import _check_array, terminal_kind
 from caligo.fow.observation import O_VISIBLE, OBS_WORDS, observe_kernel
 from caligo.fow.position import BLACK, KING, POS_WORDS, QUEEN, W_STM, WHITE, to_fen
@@ -49,7 +71,9 @@ DRAW = 3
 DECIDED_VALUE = np.array([0.0, 1.0, -1.0, 0.0])
 """DECIDED_VALUE[code]: White's value of a decided position (float64 (4,))."""
 
-_N_WEIGHTS = 7  # pawn knight bishop rook queen per_square scale
+KING_EXCHANGE_CP = 100_000.0
+"""A king's value in an exchange (`SimpleEvalConfig.exchange`): more than anything it could
+take, so a king never captures onto a defended square."""
 
 
 @dataclass(frozen=True)
@@ -63,8 +87,12 @@ class SimpleEvalConfig:
     queen: float = 900.0
     per_square: float = 4.0
     scale: float = 600.0
+    exchange: bool = False
+    """Add the side to move's best capture by static exchange (module docstring)."""
 
     def __post_init__(self) -> None:
+        if not isinstance(self.exchange, bool):
+            raise ValueError(f"SimpleEvalConfig.exchange must be a bool: {self.exchange!r}")
         for name in ("pawn", "knight", "bishop", "rook", "queen", "per_square", "scale"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
@@ -73,10 +101,11 @@ class SimpleEvalConfig:
             raise ValueError(f"SimpleEvalConfig.scale must be > 0: {self.scale!r}")
 
     def weights(self) -> np.ndarray:
-        """Return the kernel's weight vector, float64 (7,): P N B R Q, per square, scale."""
+        """Return the kernel's weight vector, float64 (8,): P N B R Q, per square, scale,
+        exchange (1.0 on, 0.0 off)."""
         return np.array(
             [self.pawn, self.knight, self.bishop, self.rook, self.queen, self.per_square,
-             self.scale],
+             self.scale, 1.0 if self.exchange else 0.0],
             dtype=np.float64,
         )
 
@@ -112,6 +141,61 @@ def _visible_masks(pos: np.ndarray, obs: np.ndarray) -> tuple[np.uint64, np.uint
     return vw, obs[O_VISIBLE]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _attackers(pos: np.ndarray, sq: int, occ: np.uint64, color: int) -> np.uint64:
+    """The pieces of `color` among `occ` that attack `sq` through the occupancy `occ`."""
+    base = color * 6
+    att = PAWN_ATTACKS[1 - color, sq] & pos[base]
+    att |= KNIGHT_ATTACKS[sq] & pos[base + 1]
+    att |= KING_ATTACKS[sq] & pos[base + KING]
+    att |= bishop_attacks(sq, occ) & (pos[base + 2] | pos[base + QUEEN])
+    att |= rook_attacks(sq, occ) & (pos[base + 3] | pos[base + QUEEN])
+    return np.uint64(att & occ)
+
+
+@njit(cache=True, nogil=True)
+def _best_exchange(pos: np.ndarray, worth: np.ndarray, gain: np.ndarray) -> float:
+    """The side to move's best capture by static exchange, at least 0 (it may capture
+    nothing), in centipawns. worth float64 (6,): P N B R Q K in an exchange; gain float64
+    (>= 33,) scratch (the swap list)."""
+    stm = 1 if pos[W_STM] != U0 else 0  # (int(uint64) stays unsigned: 1 - it is a float)
+    them = 1 - stm
+    occ = U0
+    for w in range(12):
+        occ |= pos[w]
+    best = 0.0
+    targets = occ & ~pos[them * 6 + KING]
+    for t in range(6):
+        targets &= ~pos[stm * 6 + t]
+    while targets:
+        sq = lsb(targets)
+        targets &= targets - U1
+        side = stm
+        att = _attackers(pos, sq, occ, side)
+        if not att:
+            continue
+        for p in range(6):  # the target's kind
+            if (pos[them * 6 + p] >> np.uint64(sq)) & U1:
+                gain[0] = worth[p]
+        o = occ
+        d = 0
+        while att:
+            kind = 0  # the least valuable attacker (lowest square among equals)
+            while not (att & pos[side * 6 + kind]):
+                kind += 1
+            frm = att & pos[side * 6 + kind]
+            d += 1
+            gain[d] = worth[kind] - gain[d - 1]  # if this capturer is taken in turn
+            o &= ~(frm & (~frm + U1))
+            side = 1 - side
+            att = _attackers(pos, sq, o, side)
+        while d > 1:  # either side stops when capturing on would lose
+            d -= 1
+            gain[d - 1] = -max(-gain[d - 1], gain[d])
+        best = max(best, gain[0])
+    return best
+
+
 @njit(cache=True, nogil=True)
 def _decided_kernel(positions: np.ndarray, n: int, codes: np.ndarray) -> int:
     """Write the decided code of positions[:n] into codes; return how many are UNDECIDED.
@@ -133,11 +217,15 @@ def _decided_kernel(positions: np.ndarray, n: int, codes: np.ndarray) -> int:
 def _evaluate_kernel(positions: np.ndarray, n: int, weights: np.ndarray, out: np.ndarray) -> int:
     """Write White's value of positions[:n] into out; return 0.
 
-    positions uint64 (>= n, 16); weights float64 (7,) as `SimpleEvalConfig.weights`;
+    positions uint64 (>= n, 16); weights float64 (8,) as `SimpleEvalConfig.weights`;
     out float64 (>= n,) receives values in [-1, 1].
     """
     obs = np.empty(OBS_WORDS, dtype=np.uint64)
     scale = weights[6]
+    worth = np.empty(6, dtype=np.float64)
+    worth[:5] = weights[:5]
+    worth[5] = KING_EXCHANGE_CP
+    gain = np.empty(40, dtype=np.float64)
     for i in range(n):
         pos = positions[i]
         vw, vb = _visible_masks(pos, obs)
@@ -148,6 +236,9 @@ def _evaluate_kernel(positions: np.ndarray, n: int, weights: np.ndarray, out: np
         cp = weights[5] * (popcount(vw) - popcount(vb))
         for p in range(QUEEN + 1):
             cp += weights[p] * (popcount(pos[p]) - popcount(pos[6 + p]))
+        if weights[7] != 0.0:
+            swing = _best_exchange(pos, worth, gain)
+            cp += swing if pos[W_STM] == WHITE else -swing
         out[i] = math.tanh(cp / scale)
     return 0
 
@@ -292,7 +383,28 @@ def evaluate_reference(pos: np.ndarray, config: SimpleEvalConfig | None = None) 
     seen_w = bin(observe_reference(board, WHITE).visible).count("1")
     seen_b = bin(observe_reference(board, BLACK).visible).count("1")
     cp += cfg.per_square * (seen_w - seen_b)
+    if cfg.exchange:
+        worth = {chess.PAWN: cfg.pawn, chess.KNIGHT: cfg.knight, chess.BISHOP: cfg.bishop,
+                 chess.ROOK: cfg.rook, chess.QUEEN: cfg.queen, chess.KING: KING_EXCHANGE_CP}
+        targets = [sq for sq, piece in board.piece_map().items()
+                   if piece.color != stm and piece.piece_type != chess.KING]
+        best = max([_exchange_reference(board, sq, stm, worth) for sq in targets], default=0.0)
+        cp += stm_sign * best
     return math.tanh(cp / cfg.scale)
+
+
+def _exchange_reference(board: Any, sq: int, side: bool, worth: dict[int, float]) -> float:
+    """What `side` wins by capturing on `sq` with its least valuable attacker (python-chess's
+    `attackers`, on a board the earlier captures were made on) and letting the other side
+    answer the same way, or 0 if it had better not: the exchange as a recursion."""
+    attackers = list(board.attackers(side, sq))
+    if not attackers:
+        return 0.0
+    frm = min(attackers, key=lambda a: (board.piece_type_at(a), a))
+    taken = worth[board.piece_type_at(sq)]
+    after = board.copy(stack=False)
+    after.set_piece_at(sq, after.remove_piece_at(frm))
+    return max(0.0, taken - _exchange_reference(after, sq, not side, worth))
 
 
 __all__ = [

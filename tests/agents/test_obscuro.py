@@ -227,7 +227,8 @@ def test_an_overdue_move_is_answered_and_its_work_ends_off_the_clock() -> None:
 # --- determinism and the analysis --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("evaluator", ["simple", pytest.param("stockfish", marks=needs_sf)])
+@pytest.mark.parametrize("evaluator", ["simple", "simple-see",
+                                       pytest.param("stockfish", marks=needs_sf)])
 def test_fixed_iterations_are_deterministic(evaluator: str) -> None:
     """Same seeds, fixed iterations: the same game, move for move, the same trees, values and
     policies (with Stockfish, two engines: the agent's own calls spread over both, and each

@@ -26,7 +26,7 @@ def test_the_reader_checks_keys_and_values() -> None:
         ({"seed": "0"}, lambda r: r.integer("seed", 1), "seed must be an integer >= 1"),
         ({"seed": "inf"}, lambda r: r.number("seed"), "seed must be a finite number"),
         ({"seed": "nnue"}, lambda r: r.choice("seed", EvalChoice),
-         "eng: invalid seed 'nnue' .one of auto, stockfish, simple"),
+         "eng: invalid seed 'nnue' .one of auto, stockfish, simple, simple-see"),
     ):
         with pytest.raises(OptionError, match=match):
             call(OptionReader("eng", opts, ("seed",)))
@@ -69,3 +69,21 @@ def test_obscuro_and_zs21_read_the_shared_keys_alike() -> None:
                         ("zs21:depth=3", "unknown option")):
         with pytest.raises(AgentSpecError, match=match):
             create(spec)
+
+
+def test_simple_see_gives_both_engines_the_exchange_evaluator() -> None:
+    """`eval=simple-see`: the built-in evaluator with static exchanges
+    (`caligo.fow.evaluate`), never Stockfish, in both engines; the others keep the plain one."""
+    assert EvalChoice.SIMPLE_SEE.builtin and not EvalChoice.AUTO.builtin
+    assert not EvalChoice.SIMPLE.builtin_evaluator().config.exchange
+    z = create("zs21:eval=simple-see")
+    o = create("obscuro:eval=simple-see")
+    try:
+        assert isinstance(z, ZS21Agent) and isinstance(o, ObscuroAgent)
+        assert not o.config.uses_stockfish
+        assert z._leaf().config.exchange  # type: ignore[attr-defined]
+        assert o._evaluator().config.exchange  # type: ignore[attr-defined]
+        assert o.evaluator_name == "simple-see"
+    finally:
+        z.close()
+        o.close()

@@ -30,7 +30,7 @@ from caligo.fow.evaluate import (
     to_mover_view,
 )
 from caligo.fow.expand import ExpandBuffers, Terminal, expand
-from caligo.fow.position import BLACK, STARTING_FEN, WHITE, from_fen, to_fen
+from caligo.fow.position import BLACK, STARTING_FEN, WHITE, from_fen, move_to_uci, to_fen
 from tests.fow.test_expand import random_positions, run_threads
 
 SHORT = os.environ.get("CALIGO_SHORT") == "1"
@@ -91,6 +91,62 @@ def test_decided_positions_are_exact() -> None:
             assert -1.0 < got < 1.0, fen
         else:
             assert got == value, fen
+
+
+@pytest.mark.slow
+def test_exchange_kernel_equals_its_python_chess_recursion() -> None:
+    """With `exchange`, the swap-list kernel against `evaluate_reference`'s recursion over
+    python-chess boards (its `attackers`, x-rays appearing as pieces leave the board). The
+    positions must hold exchanges that change the value, or the check says nothing."""
+    positions = _children_of_random_positions(80 if SHORT else 300, seed=22)
+    config = SimpleEvalConfig(exchange=True)
+    values = SimpleEvaluator(config).evaluate(positions)
+    plain = SimpleEvaluator().evaluate(positions)
+    for i, pos in enumerate(positions):
+        assert math.isclose(values[i], evaluate_reference(pos, config), abs_tol=1e-12), (
+            to_fen(pos))
+    changed = np.abs(values - plain) > 1e-9
+    assert changed.sum() > 200, changed.sum()
+
+
+@pytest.mark.parametrize(("fen", "gain"), [
+    # white to move: Qxd5 exd5 loses the queen for a pawn; no capture pays: 0
+    ("4k3/8/4p3/3p4/8/8/3Q4/4K3 w - - 0 1", 0.0),
+    # the d5 pawn undefended: Qxd5 wins it
+    ("4k3/8/8/3p4/8/8/3Q4/4K3 w - - 0 1", 100.0),
+    # Rxd5 Rxd5 Rxd5: the second white rook x-rays through the first; black's rook and pawn
+    # for one white rook: 100 + 500 - 500
+    ("3rk3/8/8/3p4/8/8/3R4/3RK3 w - - 0 1", 100.0),
+    # a king never takes a defended piece (it would be taken): Kxd2 only if d2 is undefended
+    ("4k3/8/8/8/8/8/3n3r/3K4 w - - 0 1", 0.0),
+    ("4k3/8/8/8/8/8/3n4/3K4 w - - 0 1", 300.0),
+    # black to move: ...bxc3 wins a knight for nothing (a pawn takes, the knight was alone)
+    ("4k3/8/8/8/1p6/2N5/8/4K3 b - - 0 1", 300.0),
+])
+def test_exchange_gains_by_hand(fen: str, gain: float) -> None:
+    pos = from_fen(fen)[None, :].copy()
+    base = SimpleEvalConfig(per_square=0.0)
+    plain = float(SimpleEvaluator(base).evaluate(pos)[0])
+    value = float(SimpleEvaluator(SimpleEvalConfig(per_square=0.0, exchange=True)).evaluate(pos)[0])
+    sign = 1.0 if " w " in fen else -1.0
+    cp = math.atanh(plain) * 600.0 + sign * gain
+    assert math.isclose(value, math.tanh(cp / 600.0), abs_tol=1e-12)
+
+
+def test_a_child_that_hangs_the_queen_scores_below_the_quiet_ones() -> None:
+    """The leaf of tests/fow/test_stockfish.py, where Stockfish's own depth-1 scores put Qxd5
+    (exd5) near 0 and every quiet queen move near +6 pawns: the plain material count likes the
+    capture best, the exchange check ranks it last."""
+    parent = from_fen("4k3/8/4p3/3p4/8/8/3Q4/4K3 w - - 0 1")
+    buf = ExpandBuffers.allocate()
+    n = expand(parent, buf)
+    moves = [move_to_uci(int(m)) for m in buf.moves[:n]]
+    plain = SimpleEvaluator().children(parent, buf.children[:n], buf.moves[:n])
+    see = SimpleEvaluator(SimpleEvalConfig(exchange=True)).children(
+        parent, buf.children[:n], buf.moves[:n])
+    hangs = moves.index("d2d5")
+    assert plain[hangs] == plain.max()
+    assert see[hangs] == see.min() and see[hangs] < math.tanh(100 / 600)
 
 
 def test_children_left_hanging_are_losses_for_the_mover() -> None:

@@ -266,6 +266,24 @@ def test_mate_scores_on_a_back_rank_mate() -> None:
         assert values[i] == pytest.approx(-mate_value(1))
 
 
+@needs_stockfish
+def test_a_depth_one_value_already_resolves_the_captures_that_follow() -> None:
+    """Why the leaf needs no quiescence check of its own (issue: "a quiescence-style check of
+    hanging pieces"): `go depth 1` searches each root move to depth 0, where Stockfish runs its
+    capture search, so a child that hangs a piece is valued after the recapture. Expected
+    values from Stockfish itself: the queen taking a defended pawn (Qxd5 exd5) leaves king and
+    pawn against king (about 0), every quiet queen move keeps a queen (about +6 pawns)."""
+    parent = from_fen("4k3/8/4p3/3p4/8/8/3Q4/4K3 w - - 0 1")
+    children, moves = _leaf(parent, ExpandBuffers.allocate())
+    ucis = [move_to_uci(int(m)) for m in moves]
+    with StockfishPool() as pool:
+        values = pool.children(parent, children, moves)
+    hangs = values[ucis.index("d2d5")]
+    assert abs(hangs) < math.tanh(100 / 600)  # the queen is lost: no more than a pawn
+    quiet = [values[ucis.index(u)] for u in ("d2c2", "d2e3", "d2h6", "d2a2")]
+    assert min(quiet) > math.tanh(400 / 600)  # the queen kept: more than four pawns
+
+
 def _fresh_leaf_values(fen: str) -> dict[str, float]:
     """Scores of a fresh python-chess session's first call on `fen` (side to move's view)."""
     assert STOCKFISH is not None

@@ -209,7 +209,7 @@ class ZS21Agent(AgentBase):
     def _leaf(self) -> LeafEvaluator:
         if self.leaf is None:
             choice = self.evaluator_choice
-            if choice is not EvaluatorChoice.SIMPLE:
+            if not choice.builtin:
                 from caligo.fow.stockfish import (
                     SlotPool,
                     StockfishConfig,
@@ -234,7 +234,7 @@ class ZS21Agent(AgentBase):
                         raise
                     log.warning("zs21: Stockfish not found, using the built-in evaluator")
             if self.leaf is None:
-                self.leaf = SimpleEvaluator()
+                self.leaf = choice.builtin_evaluator()
         elif hasattr(self.leaf, "new_game"):
             self.leaf.new_game()  # a Stockfish pool: ucinewgame, empty caches
         return self.leaf
