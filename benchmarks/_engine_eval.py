@@ -16,6 +16,8 @@ The part of `caligo bench engine` that needs no search (issue 9). `measure(short
   positions; `expand_ratio` against `expand_reference` (the pure-Python reference).
 - builtin_nodes_per_s: children scored per second by `SimpleEvaluator.children`, one call per
   leaf as the search makes them; `builtin_ratio` against `evaluate_reference` (python-chess).
+  see_nodes_per_s: the same with static exchanges (`eval=simple-see`), interleaved round by
+  round with the plain one; `see_cost` = plain / exchange speed.
 - spread_roots_ratio, spread_leaves_ratio: the agent's own calls outside its search (a
   subgame's roots as single positions, and leaves) on one Stockfish engine over the same
   calls spread over two (`SlotPool.spread`), interleaved round by round: the reference is the
@@ -38,7 +40,7 @@ import chess
 import chess.engine
 import numpy as np
 
-from caligo.fow.evaluate import SimpleEvaluator, evaluate_reference
+from caligo.fow.evaluate import SimpleEvalConfig, SimpleEvaluator, evaluate_reference
 from caligo.fow.expand import ExpandBuffers, expand, expand_kernel, expand_reference
 from caligo.fow.movegen import legal_moves
 from caligo.fow.position import (
@@ -243,30 +245,34 @@ def _expansions(leaves: list[np.ndarray], rounds: int) -> tuple[float, float]:
     return kernel, reference
 
 
-def _builtin(leaves: list[np.ndarray], rounds: int) -> tuple[float, float]:
-    """Children scored per second by SimpleEvaluator.children (one call per leaf), and by
-    the python-chess reference."""
+def _builtin(leaves: list[np.ndarray], rounds: int) -> tuple[float, float, float]:
+    """Children scored per second by SimpleEvaluator.children (one call per leaf), by the
+    same with static exchanges (`eval=simple-see`), rounds interleaved, and by the
+    python-chess reference."""
     buf = ExpandBuffers.allocate()
     expanded = []
     for pos in leaves:
         n = expand(pos, buf)
         expanded.append((pos, buf.children[:n].copy(), buf.moves[:n].copy()))
-    ev = SimpleEvaluator()
+    evs = (SimpleEvaluator(), SimpleEvaluator(SimpleEvalConfig(exchange=True)))
     out = np.empty(256)
-    ev.children(*expanded[0], out)
+    seconds = [0.0, 0.0]
     nodes = 0
-    t = time.perf_counter()
+    for ev in evs:
+        ev.children(*expanded[0], out)
     for _ in range(rounds):
-        for pos, children, moves in expanded:
-            ev.children(pos, children, moves, out)
-            nodes += moves.shape[0]
-    ours = nodes / (time.perf_counter() - t)
+        for k, ev in enumerate(evs):
+            t = time.perf_counter()
+            for pos, children, moves in expanded:
+                ev.children(pos, children, moves, out)
+            seconds[k] += time.perf_counter() - t
+        nodes += sum(moves.shape[0] for _, _, moves in expanded)
     sample = [row for _, children, _ in expanded[:6] for row in children]
     t = time.perf_counter()
     for row in sample:
         evaluate_reference(row)
     reference = len(sample) / (time.perf_counter() - t)
-    return ours, reference
+    return nodes / seconds[0], nodes / seconds[1], reference
 
 
 def measure(short: bool) -> dict[str, float]:
@@ -282,7 +288,7 @@ def measure(short: bool) -> dict[str, float]:
     random_ms, random_own = _leaf_ms(rand, path)
     capped_ms, capped_own = _leaf_ms(rand, path, cap=8)
     expansions, expand_ref = _expansions(pos, 5 if short else 50)
-    builtin, builtin_ref = _builtin(pos, 5 if short else 50)
+    builtin, see, builtin_ref = _builtin(pos, 5 if short else 50)
     spread = _spread_ms(pos, path, 3 if short else 10)
     print(f"FoW leaf evaluation: {len(pos)} middlegame positions (12 openings + children)")
     print(
@@ -304,6 +310,8 @@ def measure(short: bool) -> dict[str, float]:
         f"200,000)\n"
         f"  builtin_ratio        {builtin / builtin_ref:>12.0f}   over evaluate_reference "
         f"({builtin_ref:,.0f}/s)\n"
+        f"  see_nodes_per_s      {see:>12,.0f}   the same with static exchanges (simple-see), "
+        f"{builtin / see:.2f} times slower\n"
         f"  roots_ms (2 engines) {spread['roots_2']:>12.1f}   {len(pos)} positions, one "
         f"engine: {spread['roots_1']:.1f} ms, spread_roots_ratio "
         f"{spread['roots_1'] / spread['roots_2']:.2f}\n"
@@ -323,6 +331,8 @@ def measure(short: bool) -> dict[str, float]:
         "expand_ratio": expansions / expand_ref,
         "builtin_nodes_per_s": builtin,
         "builtin_ratio": builtin / builtin_ref,
+        "see_nodes_per_s": see,
+        "see_cost": builtin / see,
         "spread_roots_ratio": spread["roots_1"] / spread["roots_2"],
         "spread_leaves_ratio": spread["leaves_1"] / spread["leaves_2"],
     }
