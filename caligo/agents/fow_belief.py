@@ -52,6 +52,7 @@ class _Replay:
     attempt: int
     bel: BeliefSet
     done: int = 0
+    futile: bool = False  # the update failed from an exact P: every salt repeats it
 
 
 class FowBelief:
@@ -249,9 +250,15 @@ class FowBelief:
     def _repair(self, exc: FowError) -> None:
         """The capped subsample lost every position consistent with an observation: begin a
         replay of the observations since the last exact P with fresh sampling salts
-        (`_resume` runs it; the class docstring says what follows)."""
-        log.warning("%s; replaying %d plies with new salts", exc, len(self._since))
-        self._replay = _Replay(1, self._salted(1))
+        (`_resume` runs it; the class docstring says what follows). When the update failed
+        from an exact P (the last exact P itself, one ply since), the salts, which only choose
+        what a capped update keeps, cannot change it: the truth was never in that P (it
+        descends from a redraw), and `_resume` redraws at once instead of replaying the same
+        update three times (each as dear as the update that failed)."""
+        futile = self._set is self._base and len(self._since) == 1
+        log.warning("%s; %s", exc, "from an exact P: no salt can change it" if futile else
+                    f"replaying {len(self._since)} plies with new salts")
+        self._replay = _Replay(1, self._salted(1), futile=futile)
 
     def _salted(self, attempt: int) -> BeliefSet:
         """The last exact P, its sampling salted for replay `attempt`."""
@@ -271,6 +278,9 @@ class FowBelief:
         ply to go by (one took 5.4 s of a 1 s move at the 2,000,000-position cap)."""
         r = self._replay
         assert r is not None
+        if r.futile:
+            self._redraw(by, "P lost the truth in an update from an exact P, a redrawn one")
+            return
         began: float | None = None  # when the last ply began (on `by`'s clock)
         dearest = 0.0  # the longest ply replayed (seconds)
         while r.done < len(self._since):

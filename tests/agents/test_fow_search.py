@@ -415,6 +415,33 @@ def test_a_replay_stops_within_its_first_ply_at_its_deadline(
     assert _observes(bel, plies[i + 1][0])
 
 
+def test_a_p_that_loses_the_truth_from_an_exact_set_is_redrawn_without_replays(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Replays differ only in what a capped update keeps. An update that fails from an exact P
+    (in play: one that descends from a redraw, which never held the truth) fails the same way
+    with every salt, so P is redrawn at once, and the update runs once, not four times. Here
+    an uncapped P follows random game 3 for six plies and is then shown White's seventh ply
+    of game 4: no position of P gives that observation."""
+    plies, other = _random_game(3), _random_game(4)
+    assert plies[6][1] is None and plies[6][0] != other[6][0]
+    bel = FowBelief(FowSearchGame(), 1, redraw_min=1)
+    _feed(bel, plies[:6])
+    assert bel.exact and bel.repairs == bel.redraws == 0
+    calls = []
+    original = BeliefSet.update_opponent_move
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(BeliefSet, "update_opponent_move", counted)
+    with caplog.at_level("WARNING", logger="caligo.agents.fow_belief"):
+        bel.update(other[6][0], None)
+        bel.settle()
+    assert len(calls) == 1 and "no salt can change it" in caplog.text
+    assert not bel.lost and bel.redraws == 1 and _observes(bel, other[6][0])
+
+
 def test_a_replay_begun_by_our_own_move_waits_for_a_bound() -> None:
     """Our own move's update runs after the move, with no deadline: when it loses the truth
     the replay is only begun there (P unavailable), and runs at the next settle, within that
