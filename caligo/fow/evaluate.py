@@ -33,11 +33,12 @@ where a pawn takes it scores as the queen's best square. With `exchange`, the si
 also gets its best capture, valued by static exchange evaluation (the "swap" algorithm of
 chess programs: on the target square each side captures with its least valuable attacker,
 x-rays included, and either may stop): cp gains max(0, the best exchange) for the side to
-move. This is a one-ply quiescence check of hanging pieces. Fog of War needs nothing more: a
-piece that attacks a square sees it, so each capture of an exchange is visible to its player,
-and a capture is never illegal (a king that takes a defended piece is taken: a king is worth
-`KING_EXCHANGE_CP` in an exchange). Stockfish needs no such check: its depth-1 search runs
-its capture search below every move it scores.
+move. This is a one-ply quiescence check of hanging pieces. The exchange is as visible in Fog
+of War as in chess (a piece that attacks a square sees it), and no capture is illegal (a king
+that takes a defended piece is taken: a king is worth `KING_EXCHANGE_CP` in an exchange). Like
+most static exchange evaluators it leaves out en passant and what a pawn capturing onto the
+last rank promotes to. Stockfish needs no such check: its depth-1 search runs its capture
+search below every move it scores.
 """
 
 from __future__ import annotations
