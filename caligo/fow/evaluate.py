@@ -50,20 +50,11 @@ from typing import Any, Protocol
 import numpy as np
 from numba import njit
 
-from caligo.fow.bitboard import (
-    KING_ATTACKS,
-    KNIGHT_ATTACKS,
-    PAWN_ATTACKS,
-    U0,
-    U1,
-    bishop_attacks,
-    lsb,
-    popcount,
-    rook_attacks,
-)
+from caligo.fow.bitboard import U0, U1, lsb, popcount
 from caligo.fow.expand import _check_array, terminal_kind
 from caligo.fow.observation import O_VISIBLE, OBS_WORDS, observe_kernel
 from caligo.fow.position import BLACK, KING, POS_WORDS, QUEEN, W_STM, WHITE, to_fen
+from caligo.fow.position_kernels import attackers_to, occupied_bb
 
 UNDECIDED = 0
 WHITE_WINS = 1
@@ -142,18 +133,6 @@ def _visible_masks(pos: np.ndarray, obs: np.ndarray) -> tuple[np.uint64, np.uint
     return vw, obs[O_VISIBLE]
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _attackers(pos: np.ndarray, sq: int, occ: np.uint64, color: int) -> np.uint64:
-    """The pieces of `color` among `occ` that attack `sq` through the occupancy `occ`."""
-    base = color * 6
-    att = PAWN_ATTACKS[1 - color, sq] & pos[base]
-    att |= KNIGHT_ATTACKS[sq] & pos[base + 1]
-    att |= KING_ATTACKS[sq] & pos[base + KING]
-    att |= bishop_attacks(sq, occ) & (pos[base + 2] | pos[base + QUEEN])
-    att |= rook_attacks(sq, occ) & (pos[base + 3] | pos[base + QUEEN])
-    return np.uint64(att & occ)
-
-
 @njit(cache=True, nogil=True)
 def _best_exchange(pos: np.ndarray, worth: np.ndarray, gain: np.ndarray) -> float:
     """The side to move's best capture by static exchange, at least 0 (it may capture
@@ -161,9 +140,7 @@ def _best_exchange(pos: np.ndarray, worth: np.ndarray, gain: np.ndarray) -> floa
     (>= 33,) scratch (the swap list)."""
     stm = 1 if pos[W_STM] != U0 else 0  # (int(uint64) stays unsigned: 1 - it is a float)
     them = 1 - stm
-    occ = U0
-    for w in range(12):
-        occ |= pos[w]
+    occ = occupied_bb(pos)
     best = 0.0
     targets = occ & ~pos[them * 6 + KING]
     for t in range(6):
@@ -172,7 +149,7 @@ def _best_exchange(pos: np.ndarray, worth: np.ndarray, gain: np.ndarray) -> floa
         sq = lsb(targets)
         targets &= targets - U1
         side = stm
-        att = _attackers(pos, sq, occ, side)
+        att = attackers_to(pos, sq, occ, side)
         if not att:
             continue
         for p in range(6):  # the target's kind
@@ -189,7 +166,7 @@ def _best_exchange(pos: np.ndarray, worth: np.ndarray, gain: np.ndarray) -> floa
             gain[d] = worth[kind] - gain[d - 1]  # if this capturer is taken in turn
             o &= ~(frm & (~frm + U1))
             side = 1 - side
-            att = _attackers(pos, sq, o, side)
+            att = attackers_to(pos, sq, o, side)
         while d > 1:  # either side stops when capturing on would lose
             d -= 1
             gain[d - 1] = -max(-gain[d - 1], gain[d])

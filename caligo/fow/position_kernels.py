@@ -158,6 +158,19 @@ def missing_king(pos: np.ndarray) -> int:
     return -1
 
 
+@njit(cache=True, nogil=True, inline="always")
+def attackers_to(pos: np.ndarray, sq: int, occ: np.uint64, by: int) -> np.uint64:
+    """Return the pieces of color `by` within `occ` that attack `sq` through the occupancy
+    `occ` (a static exchange takes pieces off `occ` to find the x-rays behind them)."""
+    b = by * 6
+    att = pawn_attacks(1 - by, sq) & pos[b + PAWN]
+    att |= knight_attacks(sq) & pos[b + KNIGHT]
+    att |= king_attacks(sq) & pos[b + KING]
+    att |= bishop_attacks(sq, occ) & (pos[b + BISHOP] | pos[b + QUEEN])
+    att |= rook_attacks(sq, occ) & (pos[b + ROOK] | pos[b + QUEEN])
+    return np.uint64(att & occ)
+
+
 @njit(cache=True, nogil=True)
 def square_attacked(pos: np.ndarray, sq: int, by: int) -> bool:
     """Return True if a piece of color `by` attacks `sq` (pawn diagonals, not pushes)."""
