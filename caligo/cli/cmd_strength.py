@@ -104,7 +104,8 @@ def move_stats(db: str, engine: str) -> dict[str, Any]:
     """Means of `engine`'s per-move analysis over the finished games of the database, and the
     counts of its moves with no search behind them: watchdog answers (`overdue_answers`, with
     the latest return of control, `late_ms_max`) and moves with P lost (`belief_lost_moves`).
-    Those are left out of the means."""
+    Those are left out of the means. Also P's repairs and redraws over the games (each game's
+    last count: the analysis reports them so far in the game), and the games with a redraw."""
     import sqlite3
 
     if not Path(db).is_file():
@@ -115,7 +116,7 @@ def move_stats(db: str, engine: str) -> dict[str, Any]:
                             "'finished'").fetchall()
         sums: dict[str, float] = dict.fromkeys(MOVE_FIELDS, 0.0)
         counts: dict[str, int] = dict.fromkeys(MOVE_FIELDS, 0)
-        exact = moves = n_games = plies = overdue = lost = 0
+        exact = moves = n_games = plies = overdue = lost = repairs = redraws = redraw_games = 0
         late_max = 0.0
         ms = 0.0
         time_sums: dict[str, float] = {name: 0.0 for name, _ in TIME_FIELDS}
@@ -130,11 +131,14 @@ def move_stats(db: str, engine: str) -> dict[str, Any]:
             rows = con.execute("SELECT ply, engine_info, elapsed_ms FROM plies WHERE game_id = ?",
                                (gid,)).fetchall()
             plies += len(rows)
+            game_p = [0.0, 0.0]  # P's repairs and redraws so far in the game (counters)
             for ply, text, elapsed in rows:
                 mover_white = (ply % 2 == 1) != black_first
                 if (white if mover_white else black) != engine or not text:
                     continue
                 info = json.loads(text).get("info", {})
+                for k, key in enumerate(("belief_repairs", "belief_redraws")):
+                    game_p[k] = max(game_p[k], _finite(info.get(key)))
                 if info.get("overdue") is True:  # the watchdog's answer (`overdue_answer`)
                     overdue += 1
                     late_max = max(late_max, _finite(info.get("late_ms")))
@@ -165,6 +169,9 @@ def move_stats(db: str, engine: str) -> dict[str, Any]:
                     if optimum > 0:
                         search_shares.append(_finite(split.get("search")) / optimum)
                         belief_shares.append(_finite(split.get("belief")) / optimum)
+            repairs += int(game_p[0])
+            redraws += int(game_p[1])
+            redraw_games += game_p[1] > 0
     finally:
         con.close()
     if not moves:
@@ -172,7 +179,9 @@ def move_stats(db: str, engine: str) -> dict[str, Any]:
     out: dict[str, Any] = {"engine": engine, "games": n_games, "moves": moves,
                            "plies_per_game": plies / n_games, "ms_per_move": ms / moves,
                            "belief_exact_share": exact / moves, "overdue_answers": overdue,
-                           "late_ms_max": late_max, "belief_lost_moves": lost}
+                           "late_ms_max": late_max, "belief_lost_moves": lost,
+                           "belief_repairs": repairs, "belief_redraws": redraws,
+                           "redraw_games": redraw_games}
     for key in MOVE_FIELDS:
         out[key] = sums[key] / counts[key] if counts[key] else None
     if timed:
@@ -210,6 +219,8 @@ def _moves(args: argparse.Namespace) -> int:
     print(f"\nmoves without a search: {stats['overdue_answers']} watchdog answers (the move's "
           f"work overdue; control back at most {stats['late_ms_max']:,.0f} ms after the answer "
           f"instant), {stats['belief_lost_moves']} with P lost")
+    print(f"P lost the truth and was replayed {stats['belief_repairs']} times, redrawn "
+          f"{stats['belief_redraws']} times (in {stats['redraw_games']} of the games)")
     split = stats.get("time_ms")
     if split:
         total = split["total"] or 1.0

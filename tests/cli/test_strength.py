@@ -79,11 +79,24 @@ def test_moves_without_a_search_are_counted_and_left_out_of_the_means(tmp_path: 
                                    strict=True):
         con.execute("UPDATE plies SET engine_info = ? WHERE game_id = ? AND ply = ?",
                     (json.dumps({"info": info}), gid, ply))
+    # P's counters as the agent reports them, so far in the game: 1 redraw, then 2 and a repair
+    more = con.execute("SELECT game_id, ply, engine_info FROM plies WHERE engine_info LIKE "
+                       "'%\"nodes\"%' ORDER BY game_id, ply LIMIT 2 OFFSET 2").fetchall()
+    assert more[0][0] == more[1][0]
+    for (gid, ply, text), extra in zip(more, ({"belief_redraws": 1},
+                                              {"belief_redraws": 2, "belief_repairs": 1}),
+                                       strict=True):
+        data = json.loads(text)
+        data["info"].update(extra)
+        con.execute("UPDATE plies SET engine_info = ? WHERE game_id = ? AND ply = ?",
+                    (json.dumps(data), gid, ply))
     con.commit()
     con.close()
+    assert before["belief_redraws"] == before["redraw_games"] == 0
     after = move_stats(str(db), "obscuro:eval=simple")
     assert after["overdue_answers"] == 1 and after["late_ms_max"] == 250.0
     assert after["belief_lost_moves"] == 1 and after["moves"] == before["moves"] - 2
+    assert (after["belief_redraws"], after["redraw_games"], after["belief_repairs"]) == (2, 1, 1)
 
 
 def test_table_row_of_a_clean_sweep() -> None:
