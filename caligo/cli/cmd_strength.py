@@ -219,7 +219,7 @@ def _moves(args: argparse.Namespace) -> int:
     print(f"\nmoves without a search: {stats['overdue_answers']} watchdog answers (the move's "
           f"work overdue; control back at most {stats['late_ms_max']:,.0f} ms after the answer "
           f"instant), {stats['belief_lost_moves']} with P lost")
-    print(f"P lost the truth and was replayed {stats['belief_repairs']} times, redrawn "
+    print(f"P repaired by a replay {stats['belief_repairs']} times, redrawn "
           f"{stats['belief_redraws']} times (in {stats['redraw_games']} of the games)")
     split = stats.get("time_ms")
     if split:
