@@ -273,7 +273,7 @@ class ObscuroAgent(AgentBase):
                     return self._leaf
                 self._leaf = self._pool
             else:
-                self._leaf = cfg.evaluator.builtin_evaluator()
+                self._leaf = cfg.builtin.builtin_evaluator()
         return self._leaf
 
     def new_game(self, color: int, start_fen: str, time_control: TimeControl, seed: int) -> None:

@@ -204,6 +204,13 @@ class ObscuroConfig:
         return max(self.engines, self.expanders)
 
     @property
+    def builtin(self) -> EvalChoice:
+        """Which built-in evaluator scores the leaves when Stockfish does not: the plain one
+        under the simple-eval ablation (the paper's), else the `eval` choice's
+        (`EvalChoice.builtin_evaluator`)."""
+        return EvalChoice.SIMPLE if self.ablation is Ablation.SIMPLE_EVAL else self.evaluator
+
+    @property
     def uses_stockfish(self) -> bool:
         """Whether games use Stockfish (AUTO resolves to it when the binary is found)."""
         if self.ablation is Ablation.SIMPLE_EVAL or self.evaluator.builtin:

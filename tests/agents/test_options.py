@@ -76,6 +76,20 @@ def test_simple_see_gives_both_engines_the_exchange_evaluator() -> None:
     (`caligo.fow.evaluate`), never Stockfish, in both engines; the others keep the plain one."""
     assert EvalChoice.SIMPLE_SEE.builtin and not EvalChoice.AUTO.builtin
     assert not EvalChoice.SIMPLE.builtin_evaluator().config.exchange
+    assert EvalChoice.AUTO.builtin_evaluator().config.exchange  # no Stockfish: the stronger one
+    paper = create("obscuro:ablation=simple_eval")  # Obscuro's ablation 6 stays the plain count
+    try:
+        assert isinstance(paper, ObscuroAgent) and not paper.config.uses_stockfish
+        assert not paper._evaluator().config.exchange  # type: ignore[attr-defined]
+    finally:
+        paper.close()
+    for spec in ("obscuro:stockfish=no-such-stockfish", "zs21:stockfish=no-such-stockfish"):
+        blind = create(spec)  # eval=auto with no Stockfish to run
+        try:
+            leaf = blind._evaluator() if isinstance(blind, ObscuroAgent) else blind._leaf()  # type: ignore[attr-defined]
+            assert leaf.config.exchange, spec
+        finally:
+            blind.close()
     z = create("zs21:eval=simple-see")
     o = create("obscuro:eval=simple-see")
     try:
