@@ -86,8 +86,11 @@ def test_simple_see_gives_both_engines_the_exchange_evaluator() -> None:
     for spec in ("obscuro:stockfish=no-such-stockfish", "zs21:stockfish=no-such-stockfish"):
         blind = create(spec)  # eval=auto with no Stockfish to run
         try:
-            leaf = blind._evaluator() if isinstance(blind, ObscuroAgent) else blind._leaf()  # type: ignore[attr-defined]
-            assert leaf.config.exchange, spec
+            if isinstance(blind, ObscuroAgent):
+                leaf = blind._evaluator()
+            else:
+                leaf = blind._leaf()  # type: ignore[attr-defined]
+            assert leaf.config.exchange, spec  # type: ignore[attr-defined]
         finally:
             blind.close()
     z = create("zs21:eval=simple-see")
