@@ -54,7 +54,7 @@ from caligo.fow.bitboard import U0, U1, lsb, popcount
 from caligo.fow.expand import _check_array, terminal_kind
 from caligo.fow.observation import O_VISIBLE, OBS_WORDS, observe_kernel
 from caligo.fow.position import BLACK, KING, POS_WORDS, QUEEN, W_STM, WHITE, to_fen
-from caligo.fow.position_kernels import attackers_to, occupied_bb
+from caligo.fow.position_kernels import attackers_to, occupied_bb, piece_at, side_bb
 
 UNDECIDED = 0
 WHITE_WINS = 1
@@ -142,9 +142,7 @@ def _best_exchange(pos: np.ndarray, worth: np.ndarray, gain: np.ndarray) -> floa
     them = 1 - stm
     occ = occupied_bb(pos)
     best = 0.0
-    targets = occ & ~pos[them * 6 + KING]
-    for t in range(6):
-        targets &= ~pos[stm * 6 + t]
+    targets = side_bb(pos, them) & ~pos[them * 6 + KING]
     while targets:
         sq = lsb(targets)
         targets &= targets - U1
@@ -152,9 +150,7 @@ def _best_exchange(pos: np.ndarray, worth: np.ndarray, gain: np.ndarray) -> floa
         att = attackers_to(pos, sq, occ, side)
         if not att:
             continue
-        for p in range(6):  # the target's kind
-            if (pos[them * 6 + p] >> np.uint64(sq)) & U1:
-                gain[0] = worth[p]
+        gain[0] = worth[piece_at(pos, sq) - them * 6]  # the target's kind
         o = occ
         d = 0
         while att:
