@@ -590,7 +590,8 @@ class ObscuroAgent(AgentBase):
         if self._pool is not None:
             st = self._pool.stats()  # this game's calls (the pool is reset at each game)
             info["stockfish"] = {"leaf_calls": st.leaf_calls, "own_calls": st.own_calls,
-                                 "restarts": st.restarts, "fallbacks": st.fallbacks}
+                                 "restarts": st.restarts, "fallbacks": st.fallbacks,
+                                 "capped": st.capped}
         if self._fallbacks:
             info["fallbacks"] = self._fallbacks
         if self._belief is not None:

@@ -3,7 +3,8 @@
 Obscuro, section 4.1, ablation 6 ("simple-eval Obscuro"): "a simple evaluation function that
 takes into account only the material difference and number of squares visible to each player",
 used in place of Stockfish. Obscuro beat it 81.9%, yet it still beat ZS21 55.0%. Caligo uses it
-when Stockfish is absent, as the fallback of `StockfishPool`, and as the fast test evaluator.
+as the fast test evaluator and, with the static-exchange check below (`SimpleEvalConfig.exchange`),
+when Stockfish is absent and as the fallback of `StockfishPool`.
 
 In centipawns, White minus Black (weights in `SimpleEvalConfig`)::
 

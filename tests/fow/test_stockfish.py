@@ -27,6 +27,7 @@ from caligo.fow.evaluate import (
     DECIDED_VALUE,
     UNDECIDED,
     LeafEvaluator,
+    SimpleEvalConfig,
     SimpleEvaluator,
     decided,
 )
@@ -354,7 +355,8 @@ def test_an_engine_that_keeps_failing_falls_back_to_the_builtin_evaluator(
         monkeypatch.setattr(StockfishEngine, "_write", always_dies)
         values = pool.children(parent, children, moves)
         assert pool.stats().fallbacks == 1
-    assert np.array_equal(values, SimpleEvaluator().evaluate(np.ascontiguousarray(children)))
+    see = SimpleEvaluator(SimpleEvalConfig(exchange=True))  # what eval=auto plays without it
+    assert np.array_equal(values, see.evaluate(np.ascontiguousarray(children)))
 
 
 @needs_stockfish
@@ -439,6 +441,7 @@ def test_a_large_batch_is_pipelined_in_chunks(sent: list[bytes]) -> None:
 def test_own_call_cap_gives_the_rest_the_builtin_value(sent: list[bytes]) -> None:
     # white to move can take the black king (Re1xe8): Stockfish refuses the parent, so every
     # other child needs its own call; with a cap of 3, three get one, the rest the built-in
+    # evaluator with its exchange check (what eval=auto plays without Stockfish)
     parent = from_fen("4k3/8/8/8/8/8/8/K3R3 w - - 0 1")
     children, moves = _leaf(parent, ExpandBuffers.allocate())
     codes = decided(children)
@@ -449,7 +452,8 @@ def test_own_call_cap_gives_the_rest_the_builtin_value(sent: list[bytes]) -> Non
         stats = pool.stats()
     assert stats.leaf_calls == 0 and stats.own_calls == 3 and stats.capped == open_.size - 3
     assert len(_fens(sent)) == 3
-    builtin = SimpleEvaluator().evaluate(np.ascontiguousarray(children))
+    see = SimpleEvaluator(SimpleEvalConfig(exchange=True))
+    builtin = see.evaluate(np.ascontiguousarray(children))
     assert np.array_equal(values[open_[3:]], builtin[open_[3:]])
     capture = [move_to_uci(int(m)) for m in moves].index("e1e8")
     assert values[capture] == 1.0
