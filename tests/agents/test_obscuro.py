@@ -286,6 +286,9 @@ def test_analysis_fields() -> None:
         t = info["time_ms"]
         assert set(t) >= {"belief", "construct", "solve", "expand", "search_total"}
         assert info["evaluator"] == "stockfish" and info["ablation"] == "none"
+        sf = info["stockfish"]  # the pool's counters so far in the game
+        assert set(sf) == {"leaf_calls", "own_calls", "restarts", "fallbacks", "capped"}
+        assert sf["leaf_calls"] > 0 and sf["restarts"] == sf["fallbacks"] == 0
         json.dumps(info)
     assert any(p.decision.info["sampled"] > 0 for p in plies)  # P outgrew the carried tree
 
