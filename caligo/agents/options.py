@@ -26,7 +26,7 @@ from enum import Enum
 from typing import TypeVar
 
 from caligo.errors import CaligoError
-from caligo.fow.evaluate import SimpleEvalConfig, SimpleEvaluator
+from caligo.fow.evaluate import SEE_EVAL, SimpleEvalConfig, SimpleEvaluator
 
 __all__ = ["EvalChoice", "OptionError", "OptionReader"]
 
@@ -52,11 +52,9 @@ class EvalChoice(Enum):
 
     def builtin_evaluator(self) -> SimpleEvaluator:
         """The built-in evaluator this choice scores with when no Stockfish does: `SIMPLE`
-        the plain one (Obscuro's ablation 6), `SIMPLE_SEE` the one with static exchanges
-        (`caligo.fow.evaluate`), and `AUTO` without Stockfish that one too: at 400 iterations
-        it beat the plain one 69 to 3 (72 games, Elo +544 [+409, +1200], docs/strength.md)."""
-        plain = self in (EvalChoice.SIMPLE, EvalChoice.STOCKFISH)
-        return SimpleEvaluator(SimpleEvalConfig(exchange=not plain))
+        the plain one (Obscuro's ablation 6), every other choice the one with static exchanges
+        (`caligo.fow.evaluate.SEE_EVAL`, also the Stockfish pool's fallback)."""
+        return SimpleEvaluator(SimpleEvalConfig() if self is EvalChoice.SIMPLE else SEE_EVAL)
 
 
 class OptionReader:

@@ -48,7 +48,8 @@ shared by the pool's threads (`cache_entries` each; about 1 KB per entry).
 Failures: every read has a deadline (`call_timeout_s`). A crashed (EOF, broken pipe) or hung
 (no answer in time) engine is killed, restarted and asked the same thing again, up to
 `max_retries` times; if it still fails, the affected children get the built-in evaluator's
-values (`FALLBACK`) and the failure is logged and counted, so a game is never lost to the engine.
+values (`evaluate.SEE_EVAL`) and the failure is logged and counted, so a game is never lost to
+the engine.
 """
 
 
@@ -68,8 +69,8 @@ import numpy as np
 
 from caligo.fow.evaluate import (
     DECIDED_VALUE,
+    SEE_EVAL,
     UNDECIDED,
-    SimpleEvalConfig,
     SimpleEvaluator,
     _check_positions,
     _out,
@@ -103,11 +104,6 @@ from caligo.fow.stockfish_text import (
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
-
-FALLBACK = SimpleEvalConfig(exchange=True)
-"""The built-in evaluator that scores children past `own_call_cap` and after the engine failed:
-material and sight with the static-exchange check, the evaluator `eval=auto` plays without
-Stockfish (it beat the plain count 69 to 3 in 72 games at 400 iterations, docs/strength.md)."""
 
 @dataclass(frozen=True)
 class PoolStats:
@@ -198,7 +194,7 @@ class StockfishPool:
         self._leaves = _Lru(self.config.cache_entries)
         self._answers = _Lru(self.config.cache_entries)
         self._counters = _Counters()
-        self._fallback = SimpleEvaluator(FALLBACK)
+        self._fallback = SimpleEvaluator(SEE_EVAL)  # past own_call_cap, a failed engine
         self._closed = False
 
     def __enter__(self) -> StockfishPool:
@@ -542,7 +538,6 @@ class SlotPool(StockfishPool):
 
 __all__ = [
     "DEBIAN_DIR",
-    "FALLBACK",
     "Answer",
     "PoolStats",
     "SlotPool",

@@ -73,10 +73,13 @@ def test_obscuro_and_zs21_read_the_shared_keys_alike() -> None:
 
 def test_simple_see_gives_both_engines_the_exchange_evaluator() -> None:
     """`eval=simple-see`: the built-in evaluator with static exchanges
-    (`caligo.fow.evaluate`), never Stockfish, in both engines; the others keep the plain one."""
+    (`caligo.fow.evaluate`), never Stockfish, in both engines; so do `auto` without Stockfish
+    and Stockfish's fallback, while `eval=simple` and the simple-eval ablation keep the plain
+    count (the paper's)."""
     assert EvalChoice.SIMPLE_SEE.builtin and not EvalChoice.AUTO.builtin
     assert not EvalChoice.SIMPLE.builtin_evaluator().config.exchange
     assert EvalChoice.AUTO.builtin_evaluator().config.exchange  # no Stockfish: the stronger one
+    assert EvalChoice.STOCKFISH.builtin_evaluator().config.exchange  # as the pool's fallback
     paper = create("obscuro:ablation=simple_eval")  # Obscuro's ablation 6 stays the plain count
     try:
         assert isinstance(paper, ObscuroAgent) and not paper.config.uses_stockfish
