@@ -4,6 +4,8 @@
   every ply (a table, `--json`, `--plot` with a log y axis); PGN `-` reads standard input.
 - `perft FEN DEPTH [--divide] [--chess]`: FoW perft (or standard chess with `--chess`).
 - `view PGN --ply N --as white|black [-o board.svg]`: a player's view after ply N, as SVG or JSON.
+- `last-seen PGN... [--every N]`: how often an unseen piece still stands where it was last seen
+  (the prior of a redrawn P, `caligo.fow.last_seen`), and what a redraw gets right with it.
 """
 
 from __future__ import annotations
@@ -216,6 +218,38 @@ def _plot_sizes(path: Path, rows: list[dict[str, Any]], sides: list[str], source
     plt.close(fig)
 
 
+def _last_seen(args: argparse.Namespace) -> int:
+    from caligo.fow.last_seen import STAY, measure, placement
+    from caligo.fow.notation import read_pgns
+
+    games = [(g.start_fen, g.moves) for path in args.pgn
+             for g in read_pgns(Path(path).read_text(encoding="utf-8"))]
+    hints, held = measure(games)
+    names = ("pawn", "knight", "bishop", "rook", "queen", "king")
+    out: dict[str, Any] = {"games": len(games), "hints": hints.tolist(), "held": held.tolist()}
+    if not args.json:
+        print(f"# {len(games)} games: the share of last-known squares in the fog that still hold "
+              f"the piece (hints), by our own moves since the sighting; STAY in brackets")
+        print(f"{'':<7}" + "".join(f"{f'{4 * b}-{4 * b + 3}' if b < 5 else '20+':>20}"
+                                   for b in range(6)))
+        for t, name in enumerate(names):
+            cells = [f"{held[t, b] / max(hints[t, b], 1):.2f} [{STAY[t][b]:.2f}] {hints[t, b]:>6}"
+                     for b in range(6)]
+            print(f"{name:<7}" + "".join(f"{c:>20}" for c in cells))
+    if args.every:
+        got = placement(games, args.every)
+        out["placement"] = got
+        if not args.json:
+            print(f"redrawn P at {got['decisions']} decisions (every {args.every}th): unseen "
+                  f"pieces on a true square {got['uniform_pieces']:.3f} uniform, "
+                  f"{got['hinted_pieces']:.3f} last-seen; the king on its square "
+                  f"{got['uniform_king']:.3f} and {got['hinted_king']:.3f} "
+                  f"({got['king_unseen']} decisions with the king unseen)")
+    if args.json:
+        print(json.dumps(out, indent=1))
+    return 0
+
+
 def _perft(args: argparse.Namespace) -> int:
     from caligo.fow.movegen import divide, perft, perft_legal
     from caligo.fow.position import STARTING_FEN, Position
@@ -294,6 +328,11 @@ examples:
   caligo fow perft startpos 4 --chess           197,281, the published chess count
   caligo fow perft startpos 2 --divide          the count below each first move"""
 
+LAST_SEEN_EPILOG = """\
+examples:
+  caligo fow last-seen docs/strength/prior_mt1.pgn
+  caligo fow last-seen docs/strength/zs21_mt03.pgn --every 25 --json"""
+
 VIEW_EPILOG = """\
 examples:
   caligo fow view games.pgn --ply 10 --as white -o board.svg
@@ -358,3 +397,19 @@ def register(sub: Any) -> None:
                    help="write to FILE (.svg; .json: view data); default stdout")  # fmt: skip
     p.add_argument("--json", action="store_true", help="the view data as JSON instead of SVG")
     p.set_defaults(func=_view)
+
+    p = fsub.add_parser(
+        "last-seen",
+        help="how often unseen pieces stand where they were last seen (a redraw's prior)",
+        description="Replay FoW games and count, at every decision from ply 10, how often a "
+        "square where the player last saw an opponent's piece, now in the fog, still holds it "
+        "(the prior `caligo.fow.last_seen.STAY` of a redrawn P), beside STAY; with --every N, "
+        "what a P redrawn at every Nth decision gets right, uniform and with the prior.",
+        epilog=LAST_SEEN_EPILOG,
+        formatter_class=fmt,
+    )
+    p.add_argument("pgn", nargs="+", help="PGN files of FoW games")
+    p.add_argument("--every", type=_positive_int, default=None,
+                   help="redraw P at every Nth decision and compare")  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print one JSON document instead")
+    p.set_defaults(func=_last_seen)

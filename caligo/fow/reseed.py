@@ -26,7 +26,10 @@ The result is a sample of positions consistent with the current observation, not
 history: every position of the true P is a possible draw (up to the opponent's castling rights
 and an unseen promotion), but the draw weighs them by placement, not by how the game could have
 reached them. It is marked `SizeKind.REDRAWN`. It is what a human does after losing track: look
-at the board, count the opponent's pieces, guess where the unseen ones stand.
+at the board, count the opponent's pieces, guess where the unseen ones stand. A human guesses
+better by remembering where they were last seen: `hints` (`caligo.fow.last_seen`) put a piece on
+its last-known square with the chance measured for such squares, and place the rest uniformly,
+so that the support of the draws stays the same.
 """
 
 from __future__ import annotations
@@ -57,11 +60,15 @@ from caligo.fow.position import (
 )
 from caligo.limits import Deadline
 
-__all__ = ["DEADLINE_EVERY", "MIN_DRAWS", "RESEED_DRAWS", "ReseedError", "reseed",
+__all__ = ["DEADLINE_EVERY", "MIN_DRAWS", "RESEED_DRAWS", "Hint", "ReseedError", "reseed",
            "unseen_material"]
 
 RESEED_DRAWS = 4096
 """Draws a reseed makes (`reseed`'s `draws`): about 0.15 s, 16 times the subgame's 256 roots."""
+
+Hint = tuple[int, int, float]
+"""A prior over placements (`reseed`'s `hints`): (piece type, square, the chance that an
+unseen piece of that type stands there)."""
 
 FULL = (1 << 64) - 1
 PAWN_SQUARES = 0x00FF_FFFF_FFFF_FF00  # ranks 2 to 7
@@ -140,14 +147,17 @@ def _castling(pos: np.ndarray, them: int) -> int:
 def reseed(obs: Observation, material: Sequence[int], ply: int, fullmove0: int = 1,
            config: BeliefConfig | None = None, draws: int = RESEED_DRAWS,
            rng: np.random.Generator | None = None,
-           deadline: Deadline | None = None) -> BeliefSet:
+           deadline: Deadline | None = None, hints: Sequence[Hint] = ()) -> BeliefSet:
     """A P of the distinct positions among `draws` placements of the opponent's unseen pieces
     that yield `obs` (module docstring; at most 16 times `config.max_positions` draws), at most
     `config.max_positions` of them (a uniform subsample). `material`: the opponent's pieces,
     pawn to king; `ply` and `fullmove0`: the set's place in the game (`BeliefSet`). Raise
     ReseedError if no draw agrees with the observation. `deadline`: after `MIN_DRAWS`, the
     draws stop when its hard instant has passed, once a position was kept (checked every
-    `DEADLINE_EVERY` draws: about 1 ms)."""
+    `DEADLINE_EVERY` draws: about 1 ms). `hints`: a prior over the placements (piece type,
+    square, chance; `caligo.fow.last_seen`): a draw puts a piece of the type on the square
+    with that chance (when the square is possible and the type has a piece left), and places
+    the rest as without hints."""
     if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
         raise ReseedError(f"draws must be a positive int, got {draws!r}")
     rng = rng if rng is not None else np.random.default_rng()
@@ -159,6 +169,8 @@ def reseed(obs: Observation, material: Sequence[int], ply: int, fullmove0: int =
     free_sq = squares_of(allowed & ~must)
     must_sq = squares_of(must)
     pieces = [t for t in range(6) for _ in range(left[t])]
+    prior = [(int(t), int(sq), float(q)) for t, sq, q in hints
+             if (allowed >> int(sq)) & 1 and (int(t) != PAWN or (PAWN_SQUARES >> int(sq)) & 1)]
     if len(pieces) < len(must_sq) or len(pieces) > len(must_sq) + len(free_sq):
         raise ReseedError(f"{len(pieces)} unseen enemy pieces cannot fill the {len(must_sq)} "
                           f"squares that must hold one among {len(must_sq) + len(free_sq)} "
@@ -176,7 +188,7 @@ def reseed(obs: Observation, material: Sequence[int], ply: int, fullmove0: int =
         if (deadline is not None and i >= MIN_DRAWS and i % DEADLINE_EVERY == 0 and kept
                 and deadline.passed()):
             break
-        placed = _draw(pieces, must_sq, free_sq, shuffler)
+        placed = _draw(pieces, must_sq, free_sq, shuffler, prior)
         if placed is None:
             continue
         pos = base.copy()
@@ -198,28 +210,44 @@ def reseed(obs: Observation, material: Sequence[int], ply: int, fullmove0: int =
 
 
 def _draw(pieces: list[int], must_sq: list[int], free_sq: list[int],
-          shuffler: random.Random) -> list[int] | None:
-    """One uniform placement (a bitboard per piece type): the pieces shuffled onto the must
-    squares, the rest onto the free squares in a shuffled order, each pawn on the first free
-    square of ranks 2 to 7 left, each other piece on the first left; None when `_TRIES`
-    shuffles put a pawn on a must square of the first or last rank, or the pawns find no room."""
+          shuffler: random.Random, prior: Sequence[Hint] = ()) -> list[int] | None:
+    """One placement (a bitboard per piece type). First the prior's hints, each taken with its
+    chance (a possible square, for a type with a piece left); then, uniformly, the pieces left
+    shuffled onto the must squares left, the rest onto the free squares left in a shuffled
+    order, each pawn on the first free square of ranks 2 to 7 left, each other piece on the
+    first left; None when in each of `_TRIES` tries the hints left too few pieces for the must
+    squares, a pawn was shuffled onto a must square of the first or last rank, or the pawns
+    found no room."""
     for _ in range(_TRIES):
-        order = pieces[:]
-        shuffler.shuffle(order)
-        k = len(must_sq)
-        if any(p == PAWN and not (PAWN_SQUARES >> sq) & 1
-               for p, sq in zip(order[:k], must_sq, strict=False)):
-            continue
         placed = [0] * 6
-        for p, sq in zip(order[:k], must_sq, strict=False):
+        order = pieces[:]
+        musts, frees = must_sq, free_sq
+        if prior:
+            taken = 0
+            for t, sq, q in prior:
+                if t in order and not (taken >> sq) & 1 and shuffler.random() < q:
+                    order.remove(t)
+                    placed[t] |= 1 << sq
+                    taken |= 1 << sq
+            if taken:
+                musts = [sq for sq in must_sq if not (taken >> sq) & 1]
+                frees = [sq for sq in free_sq if not (taken >> sq) & 1]
+                if len(order) < len(musts):
+                    continue  # the hints left too few pieces for the must squares
+        shuffler.shuffle(order)
+        k = len(musts)
+        if any(p == PAWN and not (PAWN_SQUARES >> sq) & 1
+               for p, sq in zip(order[:k], musts, strict=False)):
+            continue
+        for p, sq in zip(order[:k], musts, strict=False):
             placed[p] |= 1 << sq
-        squares = free_sq[:]
+        squares = frees[:]
         shuffler.shuffle(squares)
         rest = order[k:]
         pawn_at = [sq for sq in squares if (PAWN_SQUARES >> sq) & 1]
         n_pawns = rest.count(PAWN)
         if n_pawns > len(pawn_at):
-            return None
+            continue
         used = set(pawn_at[:n_pawns])
         for sq in used:
             placed[PAWN] |= 1 << sq
