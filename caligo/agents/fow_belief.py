@@ -25,9 +25,10 @@ from caligo.fow.belief import BeliefConfig, BeliefSet
 from caligo.fow.belief_update import Scratch
 from caligo.fow.errors import FowError
 from caligo.fow.expand import observation_key
+from caligo.fow.last_seen import LastSeen
 from caligo.fow.observation import Observation
 from caligo.fow.position import KIND_EN_PASSANT, PAWN
-from caligo.fow.reseed import ReseedError, reseed
+from caligo.fow.reseed import ReseedError, reseed, unseen_material
 from caligo.limits import Deadline
 
 __all__ = ["REDRAW_MIN", "REPAIR_ATTEMPTS", "FowBelief"]
@@ -61,6 +62,9 @@ class FowBelief:
     player: the seat (0 White, 1 Black). config: the belief set's settings (memory cap).
     max_states: the most positions `states()` copies into the game's store. redraw_min: the
     fewest positions a redrawn P may keep when the memory cap cut it (`REDRAW_MIN`).
+    last_seen: a redraw places the opponent's unseen pieces on the squares where they were
+    last seen with the chance measured for such squares (`caligo.fow.last_seen`), not
+    uniformly.
 
     An opponent ply's update is lazy: `update` only queues the observation, and the agent
     applies it within its move's belief stage (`settle(deadline)`); any query settles it
@@ -78,14 +82,16 @@ class FowBelief:
     survives, or one cannot finish by its deadline, P is drawn afresh from the last observation
     and the opponent's material (`caligo.fow.reseed`; `redraws` counts them), and given up for
     the rest of the game only if no position can be drawn (`lost`: the agent plays its
-    emergency move, `caligo.agents.emergency`) rather than raising into the agent. A replay
+    emergency move, `caligo.agents.emergency`) rather than raising into the agent (with
+    `last_seen`, the draw follows where the opponent's pieces were last seen). A replay
     begun by our own move's update (which runs after the move, without a deadline) waits for
     the next `settle` (`repairing`; P is unavailable meanwhile). `repairs` counts the replays
     that succeeded.
     """
 
     def __init__(self, game: FowSearchGame, player: int, config: BeliefConfig | None = None,
-                 max_states: int = 100_000, redraw_min: int = REDRAW_MIN) -> None:
+                 max_states: int = 100_000, redraw_min: int = REDRAW_MIN,
+                 last_seen: bool = False) -> None:
         if player not in (0, 1):
             raise FowSearchError(f"player must be 0 or 1, got {player!r}")
         self.game = game
@@ -93,10 +99,12 @@ class FowBelief:
         self.config = config if config is not None else BeliefConfig()
         self.max_states = int(max_states)
         self.redraw_min = int(redraw_min)
+        self.last_seen = bool(last_seen)
         self._pending: Observation | None = None
         self._queued: Observation | None = None
         self._scratch: Scratch | None = None  # the next update's buffers (`prepare`)
         self._set = BeliefSet.initial(self.player, game.start_fen, self.config)
+        self._seen = LastSeen(self.player, self._set.positions(np.arange(1))[0])
         self.cut = 0  # partial updates given up (P became a reported subsample)
         self._base = self._set  # the last exact P, and the observations since (repair)
         self._since: list[tuple[int | None, Observation]] = []
@@ -135,6 +143,7 @@ class FowBelief:
         self._scratch = None
         self.cut = 0
         self._set = BeliefSet.initial(self.player, self.game.start_fen, self.config)
+        self._seen = LastSeen(self.player, self._set.positions(np.arange(1))[0])
         self._base = self._set
         self._since = []
         self.repairs = 0
@@ -159,6 +168,7 @@ class FowBelief:
                                      "observation (call expect(observation) first)")
             o = pending
         self._pending = None
+        self._seen.observe(o)
         if self._gave_up:  # P was given up: nothing follows it any more
             return
         if self._replay is not None:  # the replay takes this ply in when it goes on
@@ -328,8 +338,11 @@ class FowBelief:
         ply = self._base.ply + len(self._since)
         rng = np.random.default_rng([self._base.config.seed, ply, 0x5EED])
         try:
-            drawn = reseed(obs, self._material(), ply, self._base.fullmove0, self._base.config,
-                           rng=rng, deadline=by)
+            material = self._material()
+            hints = (self._seen.hints(obs, unseen_material(obs, material))
+                     if self.last_seen else ())
+            drawn = reseed(obs, material, ply, self._base.fullmove0, self._base.config,
+                           rng=rng, deadline=by, hints=hints)
             if len(drawn) < min(drawn.size_seen, self.redraw_min):
                 raise ReseedError(f"the memory cap left {len(drawn)} of the {drawn.size_seen} "
                                   f"positions drawn, fewer than {self.redraw_min}")

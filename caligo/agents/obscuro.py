@@ -287,7 +287,8 @@ class ObscuroAgent(AgentBase):
         game = FowSearchGame(start_fen)
         self._game = game
         self._belief = FowBelief(game, self.color, BeliefConfig(max_positions=cfg.belief_cap,
-                                                               seed=seed & 0xFFFFFFFF))
+                                                               seed=seed & 0xFFFFFFFF),
+                                 last_seen=cfg.last_seen)
         slots = itertools.count()
         pool = self._pool
 

@@ -68,6 +68,13 @@ class Ablation(Enum):
         return self not in (Ablation.NO_PURIFY, Ablation.ALL_OFF)
 
 
+class Redraw(Enum):
+    """How a P that lost the truth is drawn afresh (`caligo.agents.fow_belief.FowBelief`)."""
+
+    UNIFORM = "uniform"  # the opponent's unseen pieces anywhere the observation allows
+    LAST_SEEN = "last_seen"  # pieces on their last-seen squares by chance (`caligo.fow.last_seen`)
+
+
 NODES_PER_S_STOCKFISH = 60_000
 NODES_PER_S_SIMPLE = 300_000
 """Tree growth to size an arena for a time budget (about what `caligo bench engine` measures
@@ -116,7 +123,8 @@ OPTIONS_HELP = (
     "construction's time left that expanding our infoset's roots may take, in (0, 1]), "
     "prior=T (the temperature of a PUCT prior from the evaluator's values; default none), "
     "expanders=N, engines=N (Stockfish processes), nodes=N (arena capacity), belief=N (P cap), "
-    "seed=N, stockfish=PATH"
+    "redraw=uniform|last_seen (how a P that lost the truth is drawn afresh), seed=N, "
+    "stockfish=PATH"
 )
 
 
@@ -138,7 +146,8 @@ class ObscuroConfig:
     at least one per expander); the search's expanders use theirs, and the agent's own calls
     outside the search (the subgame's roots and their expansion, while the solver's core is
     idle) are spread over all of them. max_nodes: the arena's capacity. belief_cap: P's memory cap
-    in positions. seed: mixed into every game's seed.
+    in positions. redraw: how a P that lost the truth is drawn afresh (`Redraw`). seed: mixed
+    into every game's seed.
     stockfish: the StockfishPool settings (path, own-call cap, ...). time: the timing policy
     (`caligo.agents.timing`).
     """
@@ -158,6 +167,7 @@ class ObscuroConfig:
     expander_batch: int = 4
     max_nodes: int = 2_000_000
     belief_cap: int = 2_000_000
+    redraw: Redraw = Redraw.UNIFORM
     seed: int = 0
     stockfish: StockfishConfig = field(
         default_factory=lambda: StockfishConfig(own_call_cap=8))
@@ -166,6 +176,7 @@ class ObscuroConfig:
     def __post_init__(self) -> None:
         for name, kind in (("evaluator", EvalChoice), ("ablation", Ablation),
                            ("subgame", SubgameKind), ("carry_over", CarryOver),
+                           ("redraw", Redraw),
                            ("budget", TimeControl), ("stockfish", StockfishConfig),
                            ("time", TimingPolicy)):
             if not isinstance(getattr(self, name), kind):
@@ -211,6 +222,11 @@ class ObscuroConfig:
         return EvalChoice.SIMPLE if self.ablation is Ablation.SIMPLE_EVAL else self.evaluator
 
     @property
+    def last_seen(self) -> bool:
+        """Whether a redrawn P follows where the opponent's pieces were last seen (`Redraw`)."""
+        return self.redraw is Redraw.LAST_SEEN
+
+    @property
     def uses_stockfish(self) -> bool:
         """Whether games use Stockfish (AUTO resolves to it when the binary is found)."""
         if self.ablation is Ablation.SIMPLE_EVAL or self.evaluator.builtin:
@@ -238,14 +254,16 @@ class ObscuroConfig:
         OptionError or ObscuroConfigError quoting them."""
         opts = OptionReader("obscuro", options, (
             "budget", "eval", "ablation", "subgame", "preset", "carry", "expand", "roots",
-            "rootshare", "prior", "expanders", "engines", "nodes", "belief", "seed", "stockfish"))
+            "rootshare", "prior", "expanders", "engines", "nodes", "belief", "redraw", "seed",
+            "stockfish"))
         kw: dict[str, Any] = {}
         if "budget" in opts:
             kw["budget"] = parse_budget(opts.text("budget"))
         for key, name, kind in (("eval", "evaluator", EvalChoice), ("ablation", "ablation",
                                 Ablation), ("subgame", "subgame", SubgameKind),
                                 ("preset", "preset", Preset),
-                                ("carry", "carry_over", CarryOver)):
+                                ("carry", "carry_over", CarryOver),
+                                ("redraw", "redraw", Redraw)):
             if key in opts:
                 kw[name] = opts.choice(key, kind)
         if "expand" in opts:

@@ -442,6 +442,25 @@ def test_a_p_that_loses_the_truth_from_an_exact_set_is_redrawn_without_replays(
     assert not bel.lost and bel.redraws == 1 and _observes(bel, other[6][0])
 
 
+def test_a_redraw_with_last_seen_puts_pieces_where_they_were_last_seen() -> None:
+    """The redraw of the test above, with and without `last_seen`: Black has not seen
+    White's king since the start, so with the prior about STAY's chance of the redrawn
+    positions (over 60%, as their first age bin says, less the draws the observation
+    rejects) have it on e1, and uniformly only a few; both Ps give the observation."""
+    plies, other = _random_game(3), _random_game(4)
+    shares = []
+    for last_seen in (False, True):
+        bel = FowBelief(FowSearchGame(), 1, redraw_min=1, last_seen=last_seen)
+        _feed(bel, plies[:6])
+        bel.update(other[6][0], None)
+        bel.settle()
+        assert bel.redraws == 1 and _observes(bel, other[6][0])
+        kings = bel.set.positions()[:, 5]  # White's king
+        shares.append(float(np.mean(kings == np.uint64(1 << 4))))
+    assert (other[6][0].fog >> 4) & 1  # e1 is in Black's fog
+    assert shares[0] < 0.2 < 0.5 < shares[1], shares
+
+
 def test_a_replay_begun_by_our_own_move_waits_for_a_bound() -> None:
     """Our own move's update runs after the move, with no deadline: when it loses the truth
     the replay is only begun there (P unavailable), and runs at the next settle, within that

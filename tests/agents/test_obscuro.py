@@ -379,6 +379,7 @@ def test_options_and_their_errors() -> None:
         ("obscuro:rootshare=nan", "rootshare must be a finite number"),
         ("obscuro:prior=0", "puct_prior must be > 0: 0.0"),
         ("obscuro:prior=inf", "prior must be a finite number"),
+        ("obscuro:redraw=smart", "invalid redraw 'smart'"),
     ):
         with pytest.raises(AgentSpecError, match=match):
             create(spec)
@@ -407,6 +408,23 @@ def test_a_preset_sets_the_construction_and_nothing_else() -> None:
     # so is the PUCT prior (none by default, as in Obscuro)
     prior = ObscuroConfig.from_options({"preset": "safe", "prior": "0.1"}).search_config()
     assert prior.puct_prior == 0.1 and plain.puct_prior is None
+
+
+def test_the_redraw_option_reaches_the_belief() -> None:
+    """`redraw=last_seen` makes the game's belief redraw a lost P from where the opponent's
+    pieces were last seen (`caligo.fow.last_seen`); the default redraws uniformly."""
+    from caligo.fow.position import STARTING_FEN
+
+    for options, want in (({}, False), ({"redraw": "uniform"}, False),
+                          ({"redraw": "last_seen"}, True)):
+        config = ObscuroConfig.from_options({"eval": "simple", **options})
+        assert config.last_seen is want
+        agent = ObscuroAgent(config)
+        try:
+            agent.new_game(0, STARTING_FEN, TimeControl.parse("iters=10"), 1)
+            assert agent._belief is not None and agent._belief.last_seen is want
+        finally:
+            agent.close()
 
 
 def test_obscuro_is_the_strongest_agent() -> None:
