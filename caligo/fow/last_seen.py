@@ -48,6 +48,7 @@ STAY: tuple[tuple[float, ...], ...] = (
 last-known square, by the sighting's age in our own moves (column: 0-3, 4-7, ..., 20 and
 more), as `measure` found it (module docstring; each cell from 3,600 to 90,000 hints)."""
 
+
 class LastSeen:
     """The squares where one player last knew the opponent's pieces to stand (module
     docstring). player: 0 White, 1 Black; start: the game's start position (a uint64 array as
@@ -110,7 +111,7 @@ def _decisions(games: Iterable[tuple[str, Sequence[int]]],
                 break
             if i >= first_ply:
                 me = int(pos.turn)
-                yield pos.arr, obs[me], seen[me]
+                yield pos.arr.copy(), obs[me], seen[me]
             pos.push(move)
             obs = [observe(pos, p) for p in (0, 1)]
             for p in (0, 1):  # as the agent's belief takes them in: after every ply
