@@ -21,7 +21,7 @@ import numpy as np
 
 from caligo.agents.fow_kernels import _positions_zobrist_kernel
 from caligo.agents.fow_search import I64, FowSearchError, FowSearchGame
-from caligo.fow.belief import BeliefConfig, BeliefSet
+from caligo.fow.belief import BeliefConfig, BeliefSet, SizeKind
 from caligo.fow.belief_update import Scratch
 from caligo.fow.errors import FowError
 from caligo.fow.expand import observation_key
@@ -31,7 +31,7 @@ from caligo.fow.position import KIND_EN_PASSANT, PAWN
 from caligo.fow.reseed import ReseedError, reseed, unseen_material
 from caligo.limits import Deadline
 
-__all__ = ["REDRAW_MIN", "REPAIR_ATTEMPTS", "FowBelief"]
+__all__ = ["REDRAW_MIN", "REPAIR_ATTEMPTS", "TOP_UP", "FowBelief"]
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,9 @@ REDRAW_MIN = 64
 and P is given up instead. With P capped at 3 positions, redrawing at every loss scored 40%
 against the same engine giving P up and playing its emergency move (20 pairs, Elo -70 [-157,
 +8]): a search over 3 guessed positions trusts them."""
+TOP_UP = 256
+"""With `last_seen`, the fewest positions a P descended from a redraw keeps after an opponent's
+ply (`FowBelief._top_up`): the subgame's roots (`SearchConfig.min_roots`)."""
 
 
 @dataclass
@@ -64,7 +67,8 @@ class FowBelief:
     fewest positions a redrawn P may keep when the memory cap cut it (`REDRAW_MIN`).
     last_seen: a redraw places the opponent's unseen pieces on the squares where they were
     last seen with the chance measured for such squares (`caligo.fow.last_seen`), not
-    uniformly.
+    uniformly, and a P descended from a redraw is topped up to `TOP_UP` positions
+    (`_top_up`).
 
     An opponent ply's update is lazy: `update` only queues the observation, and the agent
     applies it within its move's belief stage (`settle(deadline)`); any query settles it
@@ -110,6 +114,7 @@ class FowBelief:
         self._since: list[tuple[int | None, Observation]] = []
         self.repairs = 0
         self.redraws = 0  # Ps drawn afresh after every replay failed (`_redraw`)
+        self.top_ups = 0  # redrawn Ps topped up with fresh draws (`_top_up`)
         self._replay: _Replay | None = None  # a replay of P in progress (`_repair`)
         self._gave_up = False  # no replay survived: P is gone for the rest of the game
 
@@ -148,6 +153,7 @@ class FowBelief:
         self._since = []
         self.repairs = 0
         self.redraws = 0
+        self.top_ups = 0
         self._replay = None
         self._gave_up = False
 
@@ -229,6 +235,7 @@ class FowBelief:
             return
         self._queued = None
         self._checkpoint()
+        self._top_up(o, deadline)
 
     def finish(self, deadline: Deadline | None = None) -> bool:
         """After our move (on the opponent's time): complete a partial update (until
@@ -357,11 +364,44 @@ class FowBelief:
         self._since = []
         self.redraws += 1
 
+    def _top_up(self, obs: Observation, by: Deadline | None) -> None:
+        """With `last_seen`: a P descended from a redraw never holds the truth (a redraw
+        guesses placements, the truth is one among millions), and each observation thins it
+        until none is left and P is redrawn again; meanwhile the search trusts the few left
+        (`REDRAW_MIN`). Below `TOP_UP` positions, P (complete, after the opponent's ply
+        `obs`) gets fresh draws from `obs` as a redraw's (`caligo.fow.reseed`, the last-seen
+        prior, the draws cut at `by`) up to `TOP_UP`, and is the base of a later repair as a
+        redrawn P is (`top_ups` counts them)."""
+        cur = self._set
+        if (not self.last_seen or self._base.size_kind is not SizeKind.REDRAWN or cur.partial
+                or len(cur) >= TOP_UP or self.lost):
+            return
+        rng = np.random.default_rng([self._base.config.seed, cur.ply, 0x70B])
+        try:
+            material = self._material()
+            fresh = reseed(obs, material, cur.ply, cur.fullmove0, self._base.config, rng=rng,
+                           deadline=by, hints=self._seen.hints(obs, unseen_material(obs,
+                                                                                    material)))
+        except FowError as exc:
+            log.warning("P (%d positions) was not topped up: %s", len(cur), exc)
+            return
+        new = fresh.rows
+        if len(new) > TOP_UP - len(cur):
+            new = new[np.sort(rng.choice(len(new), TOP_UP - len(cur), replace=False))]
+        rows = np.unique(np.concatenate([cur.rows, new]), axis=0)
+        self._set = self._base = BeliefSet(
+            player=self.player, rows=rows, ply=cur.ply, exact=False, size_seen=len(rows),
+            size_kind=SizeKind.REDRAWN, config=self._base.config, fullmove0=cur.fullmove0)
+        self._since = []
+        self._scratch = None
+        self.top_ups += 1
+
     def report(self) -> dict[str, int]:
         """For a move's analysis: the replays that repaired P and the Ps redrawn so far (only
         those that happened)."""
         return {k: n for k, n in (("belief_repairs", self.repairs),
-                                  ("belief_redraws", self.redraws)) if n}
+                                  ("belief_redraws", self.redraws),
+                                  ("belief_top_ups", self.top_ups)) if n}
 
     def _material(self) -> list[int]:
         """The opponent's pieces now (a count per type, pawn to king): those of the base P's

@@ -72,7 +72,8 @@ class Redraw(Enum):
     """How a P that lost the truth is drawn afresh (`caligo.agents.fow_belief.FowBelief`)."""
 
     UNIFORM = "uniform"  # the opponent's unseen pieces anywhere the observation allows
-    LAST_SEEN = "last_seen"  # pieces on their last-seen squares by chance (`caligo.fow.last_seen`)
+    LAST_SEEN = "last_seen"  # pieces on their last-seen squares by chance (`caligo.fow.last_seen`),
+    # and a redrawn P topped up with fresh draws while it thins (`FowBelief._top_up`)
 
 
 NODES_PER_S_STOCKFISH = 60_000
@@ -123,7 +124,7 @@ OPTIONS_HELP = (
     "construction's time left that expanding our infoset's roots may take, in (0, 1]), "
     "prior=T (the temperature of a PUCT prior from the evaluator's values; default none), "
     "expanders=N, engines=N (Stockfish processes), nodes=N (arena capacity), belief=N (P cap), "
-    "redraw=uniform|last_seen (how a P that lost the truth is drawn afresh), seed=N, "
+    "redraw=uniform|last_seen (how a P that lost the truth is drawn afresh and kept up), seed=N, "
     "stockfish=PATH"
 )
 

@@ -18,7 +18,7 @@ import chess
 import numpy as np
 import pytest
 
-from caligo.agents.fow_belief import REDRAW_MIN, FowBelief
+from caligo.agents.fow_belief import REDRAW_MIN, TOP_UP, FowBelief
 from caligo.agents.fow_search import (
     FowEvaluator,
     FowSearchError,
@@ -459,6 +459,31 @@ def test_a_redraw_with_last_seen_puts_pieces_where_they_were_last_seen() -> None
         shares.append(float(np.mean(kings == np.uint64(1 << 4))))
     assert (other[6][0].fog >> 4) & 1  # e1 is in Black's fog
     assert shares[0] < 0.2 < 0.5 < shares[1], shares
+
+
+def test_with_last_seen_a_redrawn_p_is_topped_up_while_it_thins() -> None:
+    """After the redraw above, Black follows game 4 for 30 more plies. Without `last_seen`
+    the redrawn P thins with every observation (to a few positions, then none, and is
+    redrawn); with it, P is topped up to `TOP_UP` positions after any opponent ply that
+    leaves fewer, with fresh draws that give the observation, like every survivor."""
+    plies, other = _random_game(3), _random_game(4)
+    smallest = []
+    for last_seen in (False, True):
+        bel = FowBelief(FowSearchGame(), 1, redraw_min=1, last_seen=last_seen)
+        _feed(bel, plies[:6])
+        bel.update(other[6][0], None)
+        bel.settle()
+        assert bel.redraws == 1
+        sizes = []
+        for obs, own in other[7:37]:
+            bel.update(obs, own)
+            if own is None:
+                bel.settle()
+                assert not bel.lost and _observes(bel, obs)
+                sizes.append(len(bel.set))
+        smallest.append(min(sizes))
+        assert (bel.top_ups > 0) is last_seen and ("belief_top_ups" in bel.report()) is last_seen
+    assert smallest[0] < TOP_UP <= smallest[1], smallest
 
 
 def test_a_replay_begun_by_our_own_move_waits_for_a_bound() -> None:
