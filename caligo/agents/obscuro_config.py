@@ -69,7 +69,9 @@ class Ablation(Enum):
 
 
 class Redraw(Enum):
-    """How a P that lost the truth is drawn afresh (`caligo.agents.fow_belief.FowBelief`)."""
+    """How a P that lost the truth is drawn afresh (`caligo.agents.fow_belief.FowBelief`).
+    `LAST_SEEN` places the pieces better but did not play stronger in a match (H0 accepted
+    against `UNIFORM` with P capped at 1,000 positions, docs/strength.md)."""
 
     UNIFORM = "uniform"  # the opponent's unseen pieces anywhere the observation allows
     LAST_SEEN = "last_seen"  # pieces on their last-seen squares by chance (`caligo.fow.last_seen`),
