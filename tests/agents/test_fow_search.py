@@ -442,19 +442,26 @@ def test_a_p_that_loses_the_truth_from_an_exact_set_is_redrawn_without_replays(
     assert not bel.lost and bel.redraws == 1 and _observes(bel, other[6][0])
 
 
+def _redrawn(last_seen: bool) -> tuple[FowBelief, list[tuple[Observation, int | None]]]:
+    """The redraw of the test above (random game 3's P shown game 4's seventh ply), with or
+    without `last_seen`; the belief and game 4's plies."""
+    plies, other = _random_game(3), _random_game(4)
+    bel = FowBelief(FowSearchGame(), 1, redraw_min=1, last_seen=last_seen)
+    _feed(bel, plies[:6])
+    bel.update(other[6][0], None)
+    bel.settle()
+    assert bel.redraws == 1 and _observes(bel, other[6][0])
+    return bel, other
+
+
 def test_a_redraw_with_last_seen_puts_pieces_where_they_were_last_seen() -> None:
     """The redraw of the test above, with and without `last_seen`: Black has not seen
     White's king since the start, so with the prior about STAY's chance of the redrawn
     positions (over 60%, as their first age bin says, less the draws the observation
     rejects) have it on e1, and uniformly only a few; both Ps give the observation."""
-    plies, other = _random_game(3), _random_game(4)
     shares = []
     for last_seen in (False, True):
-        bel = FowBelief(FowSearchGame(), 1, redraw_min=1, last_seen=last_seen)
-        _feed(bel, plies[:6])
-        bel.update(other[6][0], None)
-        bel.settle()
-        assert bel.redraws == 1 and _observes(bel, other[6][0])
+        bel, other = _redrawn(last_seen)
         kings = bel.set.positions()[:, 5]  # White's king
         shares.append(float(np.mean(kings == np.uint64(1 << 4))))
     assert (other[6][0].fog >> 4) & 1  # e1 is in Black's fog
@@ -466,14 +473,9 @@ def test_with_last_seen_a_redrawn_p_is_topped_up_while_it_thins() -> None:
     the redrawn P thins with every observation (to a few positions, then none, and is
     redrawn); with it, P is topped up to `TOP_UP` positions after any opponent ply that
     leaves fewer, with fresh draws that give the observation, like every survivor."""
-    plies, other = _random_game(3), _random_game(4)
     smallest = []
     for last_seen in (False, True):
-        bel = FowBelief(FowSearchGame(), 1, redraw_min=1, last_seen=last_seen)
-        _feed(bel, plies[:6])
-        bel.update(other[6][0], None)
-        bel.settle()
-        assert bel.redraws == 1
+        bel, other = _redrawn(last_seen)
         sizes = []
         for obs, own in other[7:37]:
             bel.update(obs, own)

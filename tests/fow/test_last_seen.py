@@ -10,7 +10,6 @@ observation it was drawn from), and binomial bounds on seeded draws.
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import chess
@@ -24,14 +23,7 @@ from caligo.fow.notation import write_pgn
 from caligo.fow.observation import Observation, observe, observe_reference
 from caligo.fow.position import KING, KNIGHT, STARTING_FEN, from_fen, to_fen
 from caligo.fow.reseed import reseed, unseen_material
-
-
-def _random_game(seed: int, plies: int) -> Game:
-    rng = random.Random(seed)
-    g = Game()
-    while not g.is_over() and g.ply < plies:
-        g.push(rng.choice(g.legal_moves()))
-    return g
+from tests.fow.test_reseed import _random_plies
 
 
 def _history(moves: list[int], player: int) -> tuple[np.ndarray, list[Observation]]:
@@ -80,7 +72,7 @@ def test_hints_agree_with_a_reading_of_the_whole_history() -> None:
     brute-force reading's (as sets: ties in recency may come in either order)."""
     checked = 0
     for seed in range(10):
-        g = _random_game(seed, 30 + 6 * seed)
+        g = _random_plies(seed, 30 + 6 * seed)
         for player in (0, 1):
             start, history = _history(g.moves, player)
             seen = LastSeen(player, start)
@@ -129,7 +121,7 @@ def test_drawn_positions_with_hints_still_give_the_observation() -> None:
     reference), and the opponent's material is the truth's."""
     checked = 0
     for seed in range(10):
-        g = _random_game(seed, 24 + 6 * seed)
+        g = _random_plies(seed, 24 + 6 * seed)
         if g.is_over():
             continue
         me = g.ply % 2
@@ -201,7 +193,7 @@ def test_measure_counts_what_the_reading_of_the_history_counts() -> None:
     """`measure` over two random games: its hint count per type is the brute-force reading's
     at every decision from ply 10, capped at the true unseen counts, and a hint holds when
     the truth has the piece there."""
-    games = [_random_game(s, 40) for s in (1, 2)]
+    games = [_random_plies(s, 40) for s in (1, 2)]
     hints, held = measure([(STARTING_FEN, g.moves) for g in games])
     want = np.zeros(6, dtype=np.int64)
     want_held = np.zeros(6, dtype=np.int64)
@@ -225,7 +217,7 @@ def test_measure_counts_what_the_reading_of_the_history_counts() -> None:
 def test_placement_and_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`placement` redraws at every Nth decision both ways and reports shares in [0, 1];
     `caligo fow last-seen` prints the table beside STAY and the comparison, or JSON."""
-    games = [_random_game(s, 40) for s in (1, 2)]
+    games = [_random_plies(s, 40) for s in (1, 2)]
     got = placement([(STARTING_FEN, g.moves) for g in games], every=7, draws=64)
     assert got["decisions"] > 0
     assert all(0.0 <= got[k] <= 1.0 for k in ("uniform_pieces", "hinted_pieces",
