@@ -1,4 +1,4 @@
-"""Sub-commands of the fow area: `caligo fow belief`, `caligo fow perft`, `caligo fow view`.
+"""Sub-commands of the fow area: `caligo fow belief`, `perft`, `view` and `last-seen`.
 
 - `belief PGN --as white|black|both`: the size of a player's set P of possible positions after
   every ply (a table, `--json`, `--plot` with a log y axis); PGN `-` reads standard input.

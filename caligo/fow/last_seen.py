@@ -11,13 +11,16 @@ the square. `hints` turns it into a prior: for each unseen piece type, its last-
 still in the fog, the most recent first (no more than the pieces of that type unseen), each
 with the chance that the piece still stands there (`STAY`).
 
-`STAY` was measured by `measure` (the command `caligo strength last-seen PGN...` prints it) on
+`STAY` was measured by `measure` (the command `caligo fow last-seen PGN...` prints it) on
 1,102 games of the engine against itself (the PUCT prior, safe preset, ablation, carry-over,
 time-doubling and static-exchange matches in docs/strength, about 93,000 decisions from ply
 10): a pawn's last-known square still holds it 60% of the time, a knight's 31%, a king's 26%;
 fresh sightings more often than old ones (69% within 4 of our moves, 25% after 20 or more).
 A draw places a piece on its hint with that chance and else as before, so every placement the
-uniform draw can make it still can: the prior moves weight, not the support.
+uniform draw can make it still can: the prior moves weight, not the support. A redrawn P puts
+about twice as many unseen pieces on a true square with it (docs/fow.md), but the agent with
+it (`obscuro:redraw=last_seen`) did not play stronger than with the uniform redraw
+(docs/strength.md).
 """
 
 from __future__ import annotations
