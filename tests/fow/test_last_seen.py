@@ -80,7 +80,8 @@ def test_hints_agree_with_a_reading_of_the_whole_history() -> None:
                 seen.observe(obs)
                 if n % 7:
                     continue
-                unseen = [8, 2, 2, 2, 1, 1]  # the start's counts: the cap never binds
+                unseen = [8, 2, 2, 2, 1, 1]  # the start's counts: stale sightings past them
+                # are cut by recency in both readings
                 assert set(seen.hints(obs, unseen)) == set(_brute_hints(start, history[:n],
                                                                          unseen)), (seed, n)
                 checked += 1
@@ -89,8 +90,8 @@ def test_hints_agree_with_a_reading_of_the_whole_history() -> None:
 
 def test_the_start_is_known_and_a_sighting_replaces_it() -> None:
     """Before anything is seen, Black's hints are White's start squares in Black's fog; a
-    knight seen on f3 and then lost in the fog is hinted on f3 (fresh: the first age bin),
-    and a square seen empty is no hint any more."""
+    knight seen on d4 and then lost in the fog is hinted on d4 first (the most recent, in the
+    first age bin), and a square seen empty is no hint any more."""
     start = from_fen(STARTING_FEN)
     seen = LastSeen(1, start)
     g = Game()
