@@ -345,11 +345,7 @@ class FowBelief:
         ply = self._base.ply + len(self._since)
         rng = np.random.default_rng([self._base.config.seed, ply, 0x5EED])
         try:
-            material = self._material()
-            hints = (self._seen.hints(obs, unseen_material(obs, material))
-                     if self.last_seen else ())
-            drawn = reseed(obs, material, ply, self._base.fullmove0, self._base.config,
-                           rng=rng, deadline=by, hints=hints)
+            drawn = self._draw(obs, ply, self._base.fullmove0, by, rng)
             if len(drawn) < min(drawn.size_seen, self.redraw_min):
                 raise ReseedError(f"the memory cap left {len(drawn)} of the {drawn.size_seen} "
                                   f"positions drawn, fewer than {self.redraw_min}")
@@ -363,6 +359,16 @@ class FowBelief:
         self._base = self._set
         self._since = []
         self.redraws += 1
+
+    def _draw(self, obs: Observation, ply: int, fullmove0: int, by: Deadline | None,
+              rng: np.random.Generator) -> BeliefSet:
+        """Positions drawn afresh from `obs` and the opponent's material (`caligo.fow.reseed`,
+        the draws cut at `by`), with the last-seen prior when `last_seen`; raise FowError
+        (ReseedError) when none can be drawn."""
+        material = self._material()
+        hints = self._seen.hints(obs, unseen_material(obs, material)) if self.last_seen else ()
+        return reseed(obs, material, ply, fullmove0, self._base.config, rng=rng, deadline=by,
+                      hints=hints)
 
     def _top_up(self, obs: Observation, by: Deadline | None) -> None:
         """With `last_seen`: a P descended from a redraw never holds the truth (a redraw
@@ -378,10 +384,7 @@ class FowBelief:
             return
         rng = np.random.default_rng([self._base.config.seed, cur.ply, 0x70B])
         try:
-            material = self._material()
-            fresh = reseed(obs, material, cur.ply, cur.fullmove0, self._base.config, rng=rng,
-                           deadline=by, hints=self._seen.hints(obs, unseen_material(obs,
-                                                                                    material)))
+            fresh = self._draw(obs, cur.ply, cur.fullmove0, by, rng)
         except FowError as exc:
             log.warning("P (%d positions) was not topped up: %s", len(cur), exc)
             return

@@ -105,6 +105,7 @@ from caligo.fow.stockfish_text import (
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
+
 @dataclass(frozen=True)
 class PoolStats:
     """Counters of a pool since it was made (all engines, all threads)."""
