@@ -1,4 +1,5 @@
-"""Sub-commands of the fow area: `caligo fow belief`, `perft`, `view` and `last-seen`.
+"""Sub-commands of the fow area: `caligo fow belief`, `perft`, `view`, `last-seen` and
+`plausible`.
 
 - `belief PGN --as white|black|both`: the size of a player's set P of possible positions after
   every ply (a table, `--json`, `--plot` with a log y axis); PGN `-` reads standard input.
@@ -6,6 +7,8 @@
 - `view PGN --ply N --as white|black [-o board.svg]`: a player's view after ply N, as SVG or JSON.
 - `last-seen PGN... [--every N]`: how often an unseen piece still stands where it was last seen
   (the prior of a redrawn P, `caligo.fow.last_seen`), and what a redraw gets right with it.
+- `plausible PGN... [--stride S] [--holdout K]`: fit which positions of P are likely the truth
+  (`caligo.fow.plausible`) on some games and score it on the others.
 """
 
 from __future__ import annotations
@@ -250,6 +253,41 @@ def _last_seen(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plausible(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from caligo.fow.notation import read_pgns
+    from caligo.fow.plausible import BINS, THETA, collect, fit, score
+
+    games = [(g.start_fen, g.moves) for path in args.pgn
+             for g in read_pgns(Path(path).read_text(encoding="utf-8"))][::args.stride]
+    train: list[Any] = []
+    test: list[Any] = []
+    for k, game in enumerate(games):
+        (test if k % args.holdout == args.holdout - 1 else train).extend(
+            collect([game], cap=args.cap))
+    theta = fit(train)
+    now = np.asarray(THETA, dtype=np.float64).reshape(-1)
+    scores = {"train": score(train, theta), "test": score(test, theta),
+              "test_with_THETA": score(test, now)}
+    out = {"games": len(games), "theta": theta.reshape(6, BINS).round(3).tolist(), **scores}
+    if args.json:
+        print(json.dumps(out, indent=1))
+        return 0
+    print(f"# {len(games)} games, {len(train)} decisions fitted, {len(test)} held out (every "
+          f"{args.holdout}th game); theta by piece type and the sighting's age (own moves)")
+    print(f"{'':<7}" + "".join(f"{f'{4 * b}-{4 * b + 3}' if b < BINS - 1 else '20+':>8}"
+                               for b in range(BINS)))
+    for t, name in enumerate(("pawn", "knight", "bishop", "rook", "queen", "king")):
+        print(f"{name:<7}" + "".join(f"{x:>8.2f}" for x in theta[t * BINS:(t + 1) * BINS]))
+    for name, r in scores.items():
+        print(f"{name}: {int(r['decisions'])} decisions, log-likelihood of the truth "
+              f"{r['loglik_weighted']:.3f} weighted, {r['loglik_uniform']:.3f} uniform; "
+              f"the truth among 256 roots {r['hit_weighted']:.3f} weighted, "
+              f"{r['hit_uniform']:.3f} uniform")
+    return 0
+
+
 def _perft(args: argparse.Namespace) -> int:
     from caligo.fow.movegen import divide, perft, perft_legal
     from caligo.fow.position import STARTING_FEN, Position
@@ -333,6 +371,11 @@ examples:
   caligo fow last-seen docs/strength/prior_mt1.pgn
   caligo fow last-seen docs/strength/zs21_mt03.pgn --every 25 --json"""
 
+PLAUSIBLE_EPILOG = """\
+examples:
+  caligo fow plausible docs/strength/prior_mt1.pgn --holdout 4
+  caligo fow plausible docs/strength/*.pgn --stride 4 --json"""
+
 VIEW_EPILOG = """\
 examples:
   caligo fow view games.pgn --ply 10 --as white -o board.svg
@@ -413,3 +456,24 @@ def register(sub: Any) -> None:
                    help="redraw P at every Nth decision and compare")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print one JSON document instead")
     p.set_defaults(func=_last_seen)
+
+    p = fsub.add_parser(
+        "plausible",
+        help="fit which positions of P are likely the truth (the roots' weights)",
+        description="Replay FoW games and, at every decision from ply 10 where the player's P "
+        "is exact with at most --cap positions, record which of P's positions keep the "
+        "opponent's pieces on their last-known squares, and which is the truth; fit a "
+        "conditional logit on the games but every --holdout-th (`caligo.fow.plausible`) and "
+        "score it on those: the log-likelihood of the truth and its chance to be among 256 "
+        "roots, weighted and uniform.",
+        epilog=PLAUSIBLE_EPILOG,
+        formatter_class=fmt,
+    )
+    p.add_argument("pgn", nargs="+", help="PGN files of FoW games")
+    p.add_argument("--stride", type=_positive_int, default=1, help="use every Sth game")
+    p.add_argument("--holdout", type=_positive_int, default=4,
+                   help="hold out every Kth game (of those used) for the score")  # fmt: skip
+    p.add_argument("--cap", type=_positive_int, default=100_000,
+                   help="the largest P followed (exact P only)")  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print one JSON document instead")
+    p.set_defaults(func=_plausible)
