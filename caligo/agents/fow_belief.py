@@ -6,8 +6,9 @@ positions consistent with the player's observations; Obscuro, section 3). Its me
 search's tracker receives only the observation's key, the caller first hands it the
 `Observation` (`expect`), or passes the `Observation` itself to `update`. `sample` draws
 uniformly without replacement from P minus the states already in the tree (by Zobrist key), as
-Obscuro, Fig. 9 line 11 and Zhang & Sandholm 2021, Algorithm 15 line 16 ask; weights are 1 (no
-chance in FoW).
+Obscuro, Fig. 9 line 11 and Zhang & Sandholm 2021, Algorithm 15 line 16 ask, or, with
+`weigh_roots`, weighted by which of them are likely the truth (`caligo.fow.plausible`);
+weights are 1 (no chance in FoW).
 
 The repair of a subsample that lost the truth (a resumable replay) is in the class docstring.
 """
@@ -27,11 +28,12 @@ from caligo.fow.errors import FowError
 from caligo.fow.expand import observation_key
 from caligo.fow.last_seen import LastSeen
 from caligo.fow.observation import Observation
+from caligo.fow.plausible import hint_bins, log_weights
 from caligo.fow.position import KIND_EN_PASSANT, PAWN
 from caligo.fow.reseed import ReseedError, reseed, unseen_material
 from caligo.limits import Deadline
 
-__all__ = ["REDRAW_MIN", "REPAIR_ATTEMPTS", "TOP_UP", "FowBelief"]
+__all__ = ["REDRAW_MIN", "REPAIR_ATTEMPTS", "SAMPLE_POOL", "TOP_UP", "FowBelief"]
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +47,9 @@ against the same engine giving P up and playing its emergency move (20 pairs, El
 TOP_UP = 256
 """With `last_seen`, the fewest positions a P descended from a redraw keeps after an opponent's
 ply (`FowBelief._top_up`): the subgame's roots (`SearchConfig.min_roots`)."""
+SAMPLE_POOL = 8
+"""With `weigh_roots`, the positions of P drawn uniformly per root `FowBelief.sample` returns,
+among which the roots are drawn by their weights (`caligo.fow.plausible`)."""
 
 
 @dataclass
@@ -68,7 +73,8 @@ class FowBelief:
     last_seen: a redraw places the opponent's unseen pieces on the squares where they were
     last seen with the chance measured for such squares (`caligo.fow.last_seen`), not
     uniformly, and a P descended from a redraw is topped up to `TOP_UP` positions
-    (`_top_up`).
+    (`_top_up`). weigh_roots: `sample` prefers the positions that put the opponent's unseen
+    pieces where they are likely to stand, as fitted on played games (`caligo.fow.plausible`).
 
     An opponent ply's update is lazy: `update` only queues the observation, and the agent
     applies it within its move's belief stage (`settle(deadline)`); any query settles it
@@ -95,7 +101,7 @@ class FowBelief:
 
     def __init__(self, game: FowSearchGame, player: int, config: BeliefConfig | None = None,
                  max_states: int = 100_000, redraw_min: int = REDRAW_MIN,
-                 last_seen: bool = False) -> None:
+                 last_seen: bool = False, weigh_roots: bool = False) -> None:
         if player not in (0, 1):
             raise FowSearchError(f"player must be 0 or 1, got {player!r}")
         self.game = game
@@ -104,6 +110,8 @@ class FowBelief:
         self.max_states = int(max_states)
         self.redraw_min = int(redraw_min)
         self.last_seen = bool(last_seen)
+        self.weigh_roots = bool(weigh_roots)
+        self._obs: Observation | None = None  # the last observation taken in
         self._pending: Observation | None = None
         self._queued: Observation | None = None
         self._scratch: Scratch | None = None  # the next update's buffers (`prepare`)
@@ -149,6 +157,7 @@ class FowBelief:
         self.cut = 0
         self._set = BeliefSet.initial(self.player, self.game.start_fen, self.config)
         self._seen = LastSeen(self.player, self._set.positions(np.arange(1))[0])
+        self._obs = None
         self._base = self._set
         self._since = []
         self.repairs = 0
@@ -175,6 +184,7 @@ class FowBelief:
             o = pending
         self._pending = None
         self._seen.observe(o)
+        self._obs = o
         if self._gave_up:  # P was given up: nothing follows it any more
             return
         if self._replay is not None:  # the replay takes this ply in when it goes on
@@ -465,20 +475,36 @@ class FowBelief:
         return np.ones(np.asarray(states).shape[0], dtype=np.float64)
 
     def sample(self, n: int, exclude: np.ndarray, rng: np.random.Generator) -> I64:
-        """Up to n positions of P drawn uniformly without replacement among those whose Zobrist
-        key is not in `exclude`, stored in the game; their state ids.
+        """Up to n positions of P drawn without replacement among those whose Zobrist key is
+        not in `exclude`, stored in the game; their state ids.
 
         A uniformly ordered draw of n + |exclude| distinct rows, filtered, keeps its first n:
         a prefix of a uniform random order of P, restricted to P minus the excluded, is a
-        uniform sample of it.
+        uniform sample of it. With `weigh_roots`, SAMPLE_POOL * n + |exclude| rows are drawn
+        so, and n of those left are drawn by their weights (`caligo.fow.plausible.log_weights`;
+        Gumbel top-n, so the most probable come first).
         """
         size = self.size()
         if n <= 0 or size == 0:
             return np.zeros(0, dtype=np.int64)
+        n = int(n)
+        hints = self._hints() if self.weigh_roots and size > n else []
         ex = np.unique(np.asarray(exclude, dtype=np.uint64))
-        draw = rng.choice(size, size=min(size, int(n) + ex.size), replace=False)
+        pool = n * SAMPLE_POOL if hints else n
+        draw = rng.choice(size, size=min(size, pool + ex.size), replace=False)
         pos = self.set.positions(draw)
         keys = np.empty(pos.shape[0], dtype=np.uint64)
         _positions_zobrist_kernel(pos, keys)
-        keep = np.flatnonzero(~np.isin(keys, ex))[: int(n)]
-        return self.game.add_positions(pos[keep])
+        keep = np.flatnonzero(~np.isin(keys, ex))
+        if hints and keep.size > n:
+            logw = log_weights(pos[keep], self.player, hints, hint_bins(self._seen, hints))
+            keep = keep[np.argsort(-(logw + rng.gumbel(size=keep.size)), kind="stable")]
+        return self.game.add_positions(pos[keep[:n]])
+
+    def _hints(self) -> list[tuple[int, int, float]]:
+        """Where the opponent's unseen pieces were last seen, under the last observation
+        (`LastSeen.hints`); none before the first."""
+        obs = self._obs
+        if obs is None:
+            return []
+        return self._seen.hints(obs, unseen_material(obs, self._material()))

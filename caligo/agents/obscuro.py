@@ -288,7 +288,7 @@ class ObscuroAgent(AgentBase):
         self._game = game
         self._belief = FowBelief(game, self.color, BeliefConfig(max_positions=cfg.belief_cap,
                                                                seed=seed & 0xFFFFFFFF),
-                                 last_seen=cfg.last_seen)
+                                 last_seen=cfg.last_seen, weigh_roots=cfg.weigh_roots)
         slots = itertools.count()
         pool = self._pool
 

@@ -78,6 +78,16 @@ class Redraw(Enum):
     # and a redrawn P topped up with fresh draws while it thins (`FowBelief._top_up`)
 
 
+class Sample(Enum):
+    """Which positions of P the subgame's sampled roots are (`FowBelief.sample`): `UNIFORM`
+    as Obscuro (Fig. 9 line 11), or `LAST_SEEN`: weighted so that the opponent's unseen
+    pieces stand where they were last seen as often as they do in play
+    (`caligo.fow.last_seen`)."""
+
+    UNIFORM = "uniform"
+    LAST_SEEN = "last_seen"
+
+
 NODES_PER_S_STOCKFISH = 60_000
 NODES_PER_S_SIMPLE = 300_000
 """Tree growth to size an arena for a time budget (about what `caligo bench engine` measures
@@ -126,7 +136,8 @@ OPTIONS_HELP = (
     "construction's time left that expanding our infoset's roots may take, in (0, 1]), "
     "prior=T (the temperature of a PUCT prior from the evaluator's values; default none), "
     "expanders=N, engines=N (Stockfish processes), nodes=N (arena capacity), belief=N (P cap), "
-    "redraw=uniform|last_seen (how a P that lost the truth is drawn afresh and kept up), seed=N, "
+    "redraw=uniform|last_seen (how a P that lost the truth is drawn afresh and kept up), "
+    "sample=uniform|last_seen (which positions of P the subgame's sampled roots are), seed=N, "
     "stockfish=PATH"
 )
 
@@ -149,7 +160,8 @@ class ObscuroConfig:
     at least one per expander); the search's expanders use theirs, and the agent's own calls
     outside the search (the subgame's roots and their expansion, while the solver's core is
     idle) are spread over all of them. max_nodes: the arena's capacity. belief_cap: P's memory cap
-    in positions. redraw: how a P that lost the truth is drawn afresh (`Redraw`). seed: mixed
+    in positions. redraw: how a P that lost the truth is drawn afresh (`Redraw`). sample:
+    which positions of P the subgame's sampled roots are (`Sample`). seed: mixed
     into every game's seed.
     stockfish: the StockfishPool settings (path, own-call cap, ...). time: the timing policy
     (`caligo.agents.timing`).
@@ -171,6 +183,7 @@ class ObscuroConfig:
     max_nodes: int = 2_000_000
     belief_cap: int = 2_000_000
     redraw: Redraw = Redraw.UNIFORM
+    sample: Sample = Sample.UNIFORM
     seed: int = 0
     stockfish: StockfishConfig = field(
         default_factory=lambda: StockfishConfig(own_call_cap=8))
@@ -179,7 +192,7 @@ class ObscuroConfig:
     def __post_init__(self) -> None:
         for name, kind in (("evaluator", EvalChoice), ("ablation", Ablation),
                            ("subgame", SubgameKind), ("carry_over", CarryOver),
-                           ("redraw", Redraw),
+                           ("redraw", Redraw), ("sample", Sample),
                            ("budget", TimeControl), ("stockfish", StockfishConfig),
                            ("time", TimingPolicy)):
             if not isinstance(getattr(self, name), kind):
@@ -230,6 +243,12 @@ class ObscuroConfig:
         return self.redraw is Redraw.LAST_SEEN
 
     @property
+    def weigh_roots(self) -> bool:
+        """Whether the subgame's sampled roots follow where the opponent's pieces were last
+        seen (`Sample`)."""
+        return self.sample is Sample.LAST_SEEN
+
+    @property
     def uses_stockfish(self) -> bool:
         """Whether games use Stockfish (AUTO resolves to it when the binary is found)."""
         if self.ablation is Ablation.SIMPLE_EVAL or self.evaluator.builtin:
@@ -257,8 +276,8 @@ class ObscuroConfig:
         OptionError or ObscuroConfigError quoting them."""
         opts = OptionReader("obscuro", options, (
             "budget", "eval", "ablation", "subgame", "preset", "carry", "expand", "roots",
-            "rootshare", "prior", "expanders", "engines", "nodes", "belief", "redraw", "seed",
-            "stockfish"))
+            "rootshare", "prior", "expanders", "engines", "nodes", "belief", "redraw", "sample",
+            "seed", "stockfish"))
         kw: dict[str, Any] = {}
         if "budget" in opts:
             kw["budget"] = parse_budget(opts.text("budget"))
@@ -266,7 +285,7 @@ class ObscuroConfig:
                                 Ablation), ("subgame", "subgame", SubgameKind),
                                 ("preset", "preset", Preset),
                                 ("carry", "carry_over", CarryOver),
-                                ("redraw", "redraw", Redraw)):
+                                ("redraw", "redraw", Redraw), ("sample", "sample", Sample)):
             if key in opts:
                 kw[name] = opts.choice(key, kind)
         if "expand" in opts:

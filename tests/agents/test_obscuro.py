@@ -380,6 +380,7 @@ def test_options_and_their_errors() -> None:
         ("obscuro:prior=0", "puct_prior must be > 0: 0.0"),
         ("obscuro:prior=inf", "prior must be a finite number"),
         ("obscuro:redraw=smart", "invalid redraw 'smart'"),
+        ("obscuro:sample=best", "invalid sample 'best'"),
     ):
         with pytest.raises(AgentSpecError, match=match):
             create(spec)
@@ -410,19 +411,23 @@ def test_a_preset_sets_the_construction_and_nothing_else() -> None:
     assert prior.puct_prior == 0.1 and plain.puct_prior is None
 
 
-def test_the_redraw_option_reaches_the_belief() -> None:
+def test_the_redraw_and_sample_options_reach_the_belief() -> None:
     """`redraw=last_seen` makes the game's belief redraw a lost P from where the opponent's
-    pieces were last seen (`caligo.fow.last_seen`); the default redraws uniformly."""
+    pieces were last seen (`caligo.fow.last_seen`), `sample=last_seen` draw the subgame's
+    roots by their plausibility (`caligo.fow.plausible`); by default both are uniform."""
     from caligo.fow.position import STARTING_FEN
 
-    for options, want in (({}, False), ({"redraw": "uniform"}, False),
-                          ({"redraw": "last_seen"}, True)):
+    for options, redraw, weigh in (({}, False, False), ({"redraw": "uniform"}, False, False),
+                                   ({"redraw": "last_seen"}, True, False),
+                                   ({"sample": "uniform"}, False, False),
+                                   ({"sample": "last_seen"}, False, True)):
         config = ObscuroConfig.from_options({"eval": "simple", **options})
-        assert config.last_seen is want
+        assert config.last_seen is redraw and config.weigh_roots is weigh
         agent = ObscuroAgent(config)
         try:
             agent.new_game(0, STARTING_FEN, TimeControl.parse("iters=10"), 1)
-            assert agent._belief is not None and agent._belief.last_seen is want
+            assert agent._belief is not None and agent._belief.last_seen is redraw
+            assert agent._belief.weigh_roots is weigh
         finally:
             agent.close()
 
