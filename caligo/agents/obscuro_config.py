@@ -80,9 +80,8 @@ class Redraw(Enum):
 
 class Sample(Enum):
     """Which positions of P the subgame's sampled roots are (`FowBelief.sample`): `UNIFORM`
-    as Obscuro (Fig. 9 line 11), or `LAST_SEEN`: weighted so that the opponent's unseen
-    pieces stand where they were last seen as often as they do in play
-    (`caligo.fow.last_seen`)."""
+    as Obscuro (Fig. 9 line 11), or `LAST_SEEN`: drawn by how plausible each is given where
+    the opponent's pieces were last seen (`caligo.fow.plausible`, fitted on played games)."""
 
     UNIFORM = "uniform"
     LAST_SEEN = "last_seen"
@@ -244,8 +243,7 @@ class ObscuroConfig:
 
     @property
     def weigh_roots(self) -> bool:
-        """Whether the subgame's sampled roots follow where the opponent's pieces were last
-        seen (`Sample`)."""
+        """Whether the subgame's sampled roots are drawn by plausibility (`Sample`)."""
         return self.sample is Sample.LAST_SEEN
 
     @property
