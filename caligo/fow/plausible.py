@@ -33,8 +33,8 @@ from caligo.fow.observation import observe
 from caligo.fow.position import Position
 from caligo.fow.reseed import Hint, unseen_material
 
-__all__ = ["FEATURES", "THETA", "Decision", "collect", "features", "fit", "log_weights",
-           "score"]
+__all__ = ["BINS", "FEATURES", "THETA", "Decision", "collect", "features", "fit", "hint_bins",
+           "log_weights", "score"]
 
 BINS = len(STAY[0])
 FEATURES = 6 * BINS
