@@ -441,39 +441,39 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="the view data as JSON instead of SVG")
     p.set_defaults(func=_view)
 
-    p = fsub.add_parser(
+    def replay_command(name: str, summary: str, description: str, epilog: str,
+                       func: Callable[[argparse.Namespace], int]) -> Any:
+        """A sub-command that replays PGN files of FoW games (and can answer in JSON)."""
+        q = fsub.add_parser(name, help=summary, description=description, epilog=epilog,
+                            formatter_class=fmt)
+        q.add_argument("pgn", nargs="+", help="PGN files of FoW games")
+        q.add_argument("--json", action="store_true", help="print one JSON document instead")
+        q.set_defaults(func=func)
+        return q
+
+    p = replay_command(
         "last-seen",
-        help="how often unseen pieces stand where they were last seen (a redraw's prior)",
-        description="Replay FoW games and count, at every decision from ply 10, how often a "
-        "square where the player last saw an opponent's piece, now in the fog, still holds it "
-        "(the prior `caligo.fow.last_seen.STAY` of a redrawn P), beside STAY; with --every N, "
-        "what a P redrawn at every Nth decision gets right, uniform and with the prior.",
-        epilog=LAST_SEEN_EPILOG,
-        formatter_class=fmt,
-    )
-    p.add_argument("pgn", nargs="+", help="PGN files of FoW games")
+        "how often unseen pieces stand where they were last seen (a redraw's prior)",
+        "Replay FoW games and count, at every decision from ply 10, how often a square where "
+        "the player last saw an opponent's piece, now in the fog, still holds it (the prior "
+        "`caligo.fow.last_seen.STAY` of a redrawn P), beside STAY; with --every N, what a P "
+        "redrawn at every Nth decision gets right, uniform and with the prior.",
+        LAST_SEEN_EPILOG, _last_seen)
     p.add_argument("--every", type=_positive_int, default=None,
                    help="redraw P at every Nth decision and compare")  # fmt: skip
-    p.add_argument("--json", action="store_true", help="print one JSON document instead")
-    p.set_defaults(func=_last_seen)
 
-    p = fsub.add_parser(
+    p = replay_command(
         "plausible",
-        help="fit which positions of P are likely the truth (the roots' weights)",
-        description="Replay FoW games and, at every decision from ply 10 where the player's P "
-        "is exact with at most --cap positions, record which of P's positions keep the "
-        "opponent's pieces on their last-known squares, and which is the truth; fit a "
-        "conditional logit on the games but every --holdout-th (`caligo.fow.plausible`) and "
-        "score it on those: the log-likelihood of the truth and its chance to be among 256 "
-        "roots, weighted and uniform.",
-        epilog=PLAUSIBLE_EPILOG,
-        formatter_class=fmt,
-    )
-    p.add_argument("pgn", nargs="+", help="PGN files of FoW games")
+        "fit which positions of P are likely the truth (the roots' weights)",
+        "Replay FoW games and, at every decision from ply 10 where the player's P is exact "
+        "with at most --cap positions, record which of P's positions keep the opponent's "
+        "pieces on their last-known squares, and which is the truth; fit a conditional logit "
+        "on the games but every --holdout-th (`caligo.fow.plausible`) and score it on those: "
+        "the log-likelihood of the truth and its chance to be among 256 roots, weighted and "
+        "uniform.",
+        PLAUSIBLE_EPILOG, _plausible)
     p.add_argument("--stride", type=_positive_int, default=1, help="use every Sth game")
     p.add_argument("--holdout", type=_positive_int, default=4,
                    help="hold out every Kth game (of those used) for the score")  # fmt: skip
     p.add_argument("--cap", type=_positive_int, default=100_000,
                    help="the largest P followed (exact P only)")  # fmt: skip
-    p.add_argument("--json", action="store_true", help="print one JSON document instead")
-    p.set_defaults(func=_plausible)
