@@ -30,7 +30,7 @@ from caligo.fow.last_seen import LastSeen
 from caligo.fow.observation import Observation
 from caligo.fow.plausible import hint_bins, log_weights
 from caligo.fow.position import KIND_EN_PASSANT, PAWN
-from caligo.fow.reseed import ReseedError, reseed, unseen_material
+from caligo.fow.reseed import Hint, ReseedError, reseed, unseen_material
 from caligo.limits import Deadline
 
 __all__ = ["REDRAW_MIN", "REPAIR_ATTEMPTS", "SAMPLE_POOL", "TOP_UP", "FowBelief"]
@@ -501,7 +501,7 @@ class FowBelief:
             keep = keep[np.argsort(-(logw + rng.gumbel(size=keep.size)), kind="stable")]
         return self.game.add_positions(pos[keep[:n]])
 
-    def _hints(self) -> list[tuple[int, int, float]]:
+    def _hints(self) -> list[Hint]:
         """Where the opponent's unseen pieces were last seen, under the last observation
         (`LastSeen.hints`); none before the first."""
         obs = self._obs
