@@ -194,21 +194,40 @@ class GrowingTreeSearch:
                         self.arena.capacity.nodes)
 
     def ensure_infoset(self, cur_key: int) -> None:
-        """Expand one root of our infoset if none is expanded yet (so it has a strategy)."""
+        """Expand a node of our infoset if none is expanded yet (so it has a strategy): the
+        first leaf of it, a root when one is ours (rows are breadth first). Nothing to do when
+        no node of it is in the tree yet (a chance root: the search grows them); raises
+        `SearchError` naming the full table when one is there but cannot be expanded."""
         a = self.arena
         if a.infoset_of_key(self.searcher, cur_key) >= 0:
             return
-        nr = a.n_roots
-        mine = np.flatnonzero((a.nodes.player[:nr] == self.searcher)
-                              & (a.nodes.key[:nr, self.searcher] == np.uint64(cur_key)))
+        mine = self._infoset_nodes(cur_key)
         if mine.size == 0:
             return
         h = int(mine[0])
         a.nodes.claim[h] = 1
         ex = X.Expander(a, self.game, self.evaluator, self.config.seed)
         pending = ex.expand(np.array([h], dtype=np.int32))
-        if pending is not None:
-            self._commit(pending)
+        status = X.FULL if pending is None else X.commit(
+            a, pending, self.config.initial_strategy is InitialStrategy.UNIFORM)
+        if status == X.MISMATCH:
+            raise KernelStatusError("the game gave one infoset two action sets or broke "
+                                    "perfect recall")
+        if status == X.FULL:
+            raise SearchError(f"no room to expand our infoset's node {h}: "
+                              f"{self._occupancy()}")
+
+    def _infoset_nodes(self, cur_key: int) -> np.ndarray:
+        """The nodes of the searcher's infoset `cur_key` in the tree, in row order."""
+        a = self.arena
+        n = a.n_nodes
+        return np.flatnonzero((a.nodes.player[:n] == self.searcher)
+                              & (a.nodes.key[:n, self.searcher] == np.uint64(cur_key)))
+
+    def _occupancy(self) -> str:
+        a, cap = self.arena, self.arena.capacity
+        return (f"the arena holds {a.n_nodes} of {cap.nodes} node rows, {a.n_infosets} of "
+                f"{cap.infosets} infosets, {a.n_slots} of {cap.slots} slots")
 
     def limits_of_config(self) -> Limits:
         """The configuration's own budget as limits (a `Seconds` budget starts now)."""
@@ -459,8 +478,10 @@ class GrowingTreeSearch:
         a = self.arena
         g = a.infoset_of_key(self.searcher, cur_key)
         if g < 0:
-            raise SearchError("the searcher's infoset is not in the tree (no root of it could "
-                              "be expanded)")
+            mine = self._infoset_nodes(cur_key)
+            raise SearchError(f"the searcher's infoset is not in the tree: {mine.size} nodes "
+                              f"of it ({np.count_nonzero(mine < a.n_roots)} roots), none "
+                              f"expanded; {self._occupancy()}")
         sl = a.infoset_slots(g)
         actions = a.slots.action[sl].copy()
         strat = C.played_profile(a, self.config.iterate)

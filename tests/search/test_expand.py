@@ -14,8 +14,8 @@ import pytest
 from caligo.core.games import load_game
 from caligo.core.random_games import random_game
 from caligo.core.tree import GameTree, build_tree
-from caligo.search.arena import EXPANDED, check_invariants
-from caligo.search.config import Expansion, Iterations, SearchConfig
+from caligo.search.arena import EXPANDED, M_NODES, check_invariants
+from caligo.search.config import Expansion, Iterations, SearchConfig, SearchError
 from caligo.search.engine import GrowingTreeSearch
 from caligo.search.evaluators import PerfectInfoEvaluator
 from caligo.search.expand import Expander
@@ -81,6 +81,24 @@ def test_expansion_stops_cleanly_when_the_arena_is_full() -> None:
     eng.run(1)
     check_invariants(eng.arena)
     assert eng.arena.n_nodes <= 300 and eng.arena.iteration == 200
+
+
+def test_our_infoset_with_no_room_to_expand_is_a_named_error() -> None:
+    """A re-rooted subgame whose arena has no free row cannot give our infoset a strategy:
+    `ensure_infoset` says so, naming the arena's occupancy, instead of leaving the search to
+    fail later without a reason. With room, the same call expands a node of it."""
+    tree = load_game("leduc_poker")
+    eng = gtcfr_search(tree, 60, 5)  # five expansions: the fourth infoset was never grown
+    bel, key = belief_at(tree, int(tree.infosets_of(0)[3]))
+    eng.reroot(bel, key, rng())
+    assert eng.arena.infoset_of_key(0, key) < 0
+    free = eng.arena.n_nodes
+    eng.arena.meta[M_NODES] = eng.arena.capacity.nodes  # every row taken
+    with pytest.raises(SearchError, match=r"no room to expand our infoset's node .* node rows"):
+        eng.ensure_infoset(key)
+    eng.arena.meta[M_NODES] = free
+    eng.ensure_infoset(key)
+    assert eng.arena.infoset_of_key(0, key) >= 0
 
 
 def test_full_expansion_covers_the_subgame() -> None:
