@@ -61,7 +61,7 @@ class _Replay:
     attempt: int
     bel: BeliefSet
     done: int = 0
-    futile: bool = False  # the update failed from an exact P: every salt repeats it
+    futile: bool = False  # no update since the base dropped a position: every salt repeats it
 
 
 class FowBelief:
@@ -277,13 +277,16 @@ class FowBelief:
     def _repair(self, exc: FowError) -> None:
         """The capped subsample lost every position consistent with an observation: begin a
         replay of the observations since the last exact P with fresh sampling salts
-        (`_resume` runs it; the class docstring says what follows). When the update failed
-        from an exact P (the last exact P itself, one ply since), the salts, which only choose
-        what a capped update keeps, cannot change it: the truth was never in that P (it
-        descends from a redraw), and `_resume` redraws at once instead of replaying the same
-        update three times (each as dear as the update that failed)."""
-        futile = self._set is self._base and len(self._since) == 1
-        log.warning("%s; %s", exc, "from an exact P: no salt can change it" if futile else
+        (`_resume` runs it; the class docstring says what follows). When no update since that
+        P dropped a consistent position (`BeliefSet.subsampled` is False: the failing update
+        started from an exact P, or from a redraw's descendants that the cap never thinned),
+        the salts, which only choose what a capped update keeps, cannot change it: the truth
+        was never in that P (it descends from a redraw), and `_resume` redraws at once instead
+        of replaying the same updates three times (each as dear as the ones that failed)."""
+        futile = not self._set.subsampled
+        log.warning("%s; %s", exc,
+                    "no update since the last exact or redrawn P dropped a position: no salt "
+                    "can change it" if futile else
                     f"replaying {len(self._since)} plies with new salts")
         self._replay = _Replay(1, self._salted(1), futile=futile)
 

@@ -87,7 +87,10 @@ class BeliefSet:
 
     `exact` is False once the memory cap forced a uniform subsample; `size_seen` is the number
     of distinct consistent positions found by the last update, exact, a lower bound or an
-    estimate as `size_kind` says (see the module docstring).
+    estimate as `size_kind` says (see the module docstring). `subsampled`: an update since the
+    start or the last redraw kept only part of the consistent positions (the memory cap, or a
+    partial update truncated), so other sampling salts or more time could keep others; a set
+    that is neither exact nor subsampled descends from a redraw's guesses.
     `ply` counts plies since the initial position; `fullmove0` is its full-move number.
 
     Iterating gives the positions as `Position`s, `fens()` as FEN strings and `sample()` a
@@ -105,6 +108,7 @@ class BeliefSet:
     fullmove0: int = 1
     last: UpdateStats | None = None
     pending: _Pending | None = field(default=None, repr=False)
+    subsampled: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "player", color(self.player))
@@ -263,7 +267,7 @@ class BeliefSet:
             return self
         rows, stats = self.pending.consume().exp.rows()
         return BeliefSet(self.player, rows, self.ply, False, stats.distinct, SizeKind.ESTIMATE,
-                         self.config, self.fullmove0, stats)
+                         self.config, self.fullmove0, stats, subsampled=True)
 
     def _base(self) -> BeliefSet:
         """The set the pending update started from (its ply, before the update)."""
@@ -287,7 +291,7 @@ class BeliefSet:
         if not upd.exp.done:
             return BeliefSet(self.player, rows, self.ply + 1, False, stats.distinct,
                              SizeKind.ESTIMATE, self.config, self.fullmove0, stats,
-                             _Pending(upd, upd.generation))
+                             _Pending(upd, upd.generation), self.subsampled)
         return self._finished(rows, stats, upd.obs, upd.exact)
 
     def _finished(self, rows: np.ndarray, stats: UpdateStats, obs: Observation,
@@ -297,17 +301,24 @@ class BeliefSet:
                 f"no position is consistent with observation {obs.dark_fen()!r} at ply "
                 f"{self.ply + 1} ({self.player})"
             )
-        if rows.shape[0] == 0:
+        if rows.shape[0] == 0 and self.subsampled:
             raise BeliefError(
                 f"the subsample of P (max_positions={self.config.max_positions}) holds no "
                 f"position consistent with observation {obs.dark_fen()!r} at ply {self.ply + 1} "
                 f"({self.player}); the true P is not empty: raise max_positions"
             )
+        if rows.shape[0] == 0:
+            raise BeliefError(
+                f"P ({len(self)} positions descended from a redraw's guesses, none dropped "
+                f"since) holds no position consistent with observation {obs.dark_fen()!r} at "
+                f"ply {self.ply + 1} ({self.player}): every guess is refuted"
+            )
+        kept_all = stats.distinct == rows.shape[0]  # the cap dropped none
         return BeliefSet(
             player=self.player,
             rows=rows,
             ply=self.ply + 1,
-            exact=exact and stats.distinct == rows.shape[0],
+            exact=exact and kept_all,
             size_seen=stats.distinct,
             size_kind=(
                 SizeKind.ESTIMATE
@@ -319,6 +330,7 @@ class BeliefSet:
             config=self.config,
             fullmove0=self.fullmove0,
             last=stats,
+            subsampled=self.subsampled or not kept_all,
         )
 
     def _update(self, own_move: int, obs: Observation) -> BeliefSet:

@@ -455,6 +455,24 @@ def _redrawn(last_seen: bool) -> tuple[FowBelief, list[tuple[Observation, int | 
     return bel, other
 
 
+def test_a_redrawn_p_whose_guesses_are_all_refuted_is_redrawn_without_replays(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """After the redraw above, Black follows game 4: the redrawn P (guesses, which the cap
+    never thins) loses every position some plies later. Replays with other salts would
+    repeat the same updates, so P is redrawn at once, and the warning says why instead of
+    asking for a larger `max_positions`."""
+    bel, other = _redrawn(False)
+    with caplog.at_level("WARNING", logger="caligo.agents.fow_belief"):
+        for obs, own in other[7:37]:
+            bel.update(obs, own)
+            if own is None:
+                bel.settle()
+                assert not bel.lost and _observes(bel, obs)
+    assert bel.redraws >= 2 and bel.repairs == 0
+    assert "every guess is refuted" in caplog.text and "no salt can change it" in caplog.text
+    assert "raise max_positions" not in caplog.text and "replaying" not in caplog.text
+
+
 def test_a_redraw_with_last_seen_puts_pieces_where_they_were_last_seen() -> None:
     """The redraw of the test above, with and without `last_seen`: Black has not seen
     White's king since the start, so with the prior about STAY's chance of the redrawn

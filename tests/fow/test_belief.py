@@ -272,6 +272,20 @@ def test_memory_cap_gives_a_flagged_uniform_subsample() -> None:
     assert abs(freq.mean() - p) < 1e-9
 
 
+def test_a_set_knows_whether_the_cap_dropped_a_position_since_the_start() -> None:
+    """`subsampled` is the set's lineage: False while every update kept all consistent
+    positions (exact sets), True from the first update the cap thinned on, through later
+    updates the cap left alone (here Black's own move 3...d6 after White's capped 3.e3)."""
+    _, full, pos = _opening_beliefs(cap=10**6)
+    assert full.exact and not full.subsampled
+    capped, _, _ = _opening_beliefs(cap=len(full) // 4)
+    assert not capped.exact and capped.subsampled
+    move = move_from_uci(pos, "d7d6")
+    _play(pos, move)
+    later = capped.update_own_move(move, observe(pos, BLACK))
+    assert len(later) == later.size_seen and later.subsampled
+
+
 def test_sample_is_uniform_without_replacement() -> None:
     _, full, _ = _opening_beliefs(cap=10**6)
     rng = np.random.default_rng(3)

@@ -90,6 +90,7 @@ def test_a_truncated_update_is_a_reported_subsample() -> None:
     part = parents.update_opponent_move(obs, Deadline(0.5, 0.5, Ticker(step=1.0)))
     cut = part.truncate()
     assert not cut.partial and not cut.exact and cut.size_kind is SizeKind.ESTIMATE
+    assert cut.subsampled  # a replay with more time could keep other positions
     assert _rows(cut) == _rows(part) and _rows(cut) <= _rows(full)
     # the size is an estimate from the share of parents expanded: the right magnitude
     assert full.size_seen / 20 < cut.size_seen < full.size_seen * 20
