@@ -26,6 +26,7 @@ it (`obscuro:redraw=last_seen`) did not play stronger than with the uniform redr
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -100,25 +101,45 @@ class LastSeen:
         return min((self._count - self._when[sq]) // 2 // AGE_BIN, len(STAY[0]) - 1)
 
 
-def _decisions(games: Iterable[tuple[str, Sequence[int]]],
-               first_ply: int) -> Iterator[tuple[np.ndarray, Observation, LastSeen]]:
-    """Every decision of whole games from `first_ply` on: (the true position, the player to
-    move's observation, that player's `LastSeen`, which has taken the observation in).
-    `games`: (start FEN, FoW move codes) pairs."""
+@dataclass(frozen=True)
+class Ply:
+    """One ply of a replayed game, before its move: `index` in the game, the position, the
+    move played, each player's observation of the position and `LastSeen`, which has taken
+    that observation in."""
+
+    index: int
+    pos: Position
+    move: int
+    obs: tuple[Observation, Observation]
+    seen: tuple[LastSeen, LastSeen]
+
+
+def plies(games: Iterable[tuple[str, Sequence[int]]]) -> Iterator[Ply]:
+    """Every ply of whole games, (start FEN, FoW move codes) pairs, up to the end of each;
+    after each is consumed its move is played and both players' `LastSeen` take in their
+    new observation (as the agent's belief does: after every ply)."""
     for fen, moves in games:
         pos = Position(fen)
-        seen = [LastSeen(p, pos.arr) for p in (0, 1)]
-        obs = [observe(pos, p) for p in (0, 1)]
+        seen = (LastSeen(0, pos.arr), LastSeen(1, pos.arr))
+        obs = (observe(pos, 0), observe(pos, 1))
         for i, move in enumerate(moves):
             if pos.is_over():
                 break
-            if i >= first_ply:
-                me = int(pos.turn)
-                yield pos.arr.copy(), obs[me], seen[me]
+            yield Ply(i, pos, move, obs, seen)
             pos.push(move)
-            obs = [observe(pos, p) for p in (0, 1)]
-            for p in (0, 1):  # as the agent's belief takes them in: after every ply
+            obs = (observe(pos, 0), observe(pos, 1))
+            for p in (0, 1):
                 seen[p].observe(obs[p])
+
+
+def _decisions(games: Iterable[tuple[str, Sequence[int]]],
+               first_ply: int) -> Iterator[tuple[np.ndarray, Observation, LastSeen]]:
+    """Every decision of whole games from `first_ply` on: (the true position, the player to
+    move's observation, that player's `LastSeen`)."""
+    for ply in plies(games):
+        if ply.index >= first_ply:
+            me = int(ply.pos.turn)
+            yield ply.pos.arr.copy(), ply.obs[me], ply.seen[me]
 
 
 def _unseen(truth: np.ndarray, obs: Observation) -> list[int]:

@@ -28,8 +28,7 @@ import numpy as np
 
 from caligo.fow.belief import BeliefConfig, BeliefSet
 from caligo.fow.errors import FowError
-from caligo.fow.last_seen import STAY, LastSeen
-from caligo.fow.observation import observe
+from caligo.fow.last_seen import STAY, LastSeen, plies
 from caligo.fow.position import Position
 from caligo.fow.reseed import Hint, unseen_material
 
@@ -102,34 +101,28 @@ def collect(games: Iterable[tuple[str, Sequence[int]]], first_ply: int = 10,
     the player to move's P is exact with at most `cap` positions and more than one; P is
     followed while it stays exact (past the cap a seat's P is dropped for the rest of its
     game)."""
-    for fen, moves in games:
-        pos = Position(fen)
-        seen = [LastSeen(p, pos.arr) for p in (0, 1)]
-        bel: list[BeliefSet | None] = [
-            BeliefSet.initial(p, fen, BeliefConfig(max_positions=cap)) for p in (0, 1)]
-        obs = [observe(pos, p) for p in (0, 1)]
-        for i, move in enumerate(moves):
-            if pos.is_over():
-                break
-            me = int(pos.turn)
-            cur = bel[me]
-            if i >= first_ply and cur is not None and len(cur) > 1:
-                hints = seen[me].hints(obs[me], unseen_material(obs[me], _material(pos, me)))
-                if hints:
-                    yield _decision(pos.arr, cur, hints, hint_bins(seen[me], hints))
-            pos.push(move)
-            obs = [observe(pos, p) for p in (0, 1)]
-            for p in (0, 1):
-                seen[p].observe(obs[p])
-                b = bel[p]
-                if b is None:
-                    continue
+    bel: list[BeliefSet | None] = [None, None]
+    last = -1  # the previous ply's move
+    for ply in plies(games):
+        pos, obs, me = ply.pos, ply.obs, int(ply.pos.turn)
+        for p in (0, 1):  # P after the previous ply (the mover was the other player)
+            b = bel[p]
+            if ply.index == 0:
+                b = BeliefSet.initial(p, pos, BeliefConfig(max_positions=cap))
+            elif b is not None:
                 try:
-                    b = (b.update_own_move(move, obs[p]) if p == me
+                    b = (b.update_own_move(last, obs[p]) if p != me
                          else b.update_opponent_move(obs[p]))
                 except FowError:
                     b = None
-                bel[p] = b if b is not None and b.exact else None
+            bel[p] = b if b is not None and b.exact else None
+        last = ply.move
+        cur = bel[me]
+        if ply.index >= first_ply and cur is not None and len(cur) > 1:
+            seen = ply.seen[me]
+            hints = seen.hints(obs[me], unseen_material(obs[me], _material(pos, me)))
+            if hints:
+                yield _decision(pos.arr, cur, hints, hint_bins(seen, hints))
 
 
 def _material(pos: Position, me: int) -> list[int]:
