@@ -49,7 +49,6 @@ settings live in `caligo.agents.obscuro_config`.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import logging
 import math
@@ -83,6 +82,7 @@ from caligo.agents.obscuro_config import (
     parse_budget,
     stockfish_available,
 )
+from caligo.agents.obscuro_warm import warm_up
 from caligo.agents.options import EvalChoice
 from caligo.agents.resources import EngineResources
 from caligo.agents.timing import (
@@ -93,7 +93,6 @@ from caligo.agents.timing import (
 )
 from caligo.errors import CaligoError
 from caligo.fow.belief import BeliefConfig
-from caligo.fow.belief_kernels import load_rare_kernels
 from caligo.fow.evaluate import LeafEvaluator, SimpleEvaluator
 from caligo.fow.expand import observation_key
 from caligo.fow.observation import Observation
@@ -101,14 +100,7 @@ from caligo.fow.position import move_to_uci
 from caligo.fow.stockfish import SlotPool, StockfishPool
 from caligo.limits import Deadline, Limits, Overdue, Watchdog
 from caligo.search.agent import SearchAgent
-from caligo.search.config import (
-    Iterations,
-    Purification,
-    Schedule,
-    SearchConfig,
-    SearchResult,
-    Seconds,
-)
+from caligo.search.config import Purification, SearchResult
 from caligo.search.purify import purify
 
 log = logging.getLogger(__name__)
@@ -157,62 +149,6 @@ def _first_half(plan: MovePlan) -> Limits:
 def _mix_seed(*parts: int) -> int:
     seq = np.random.SeedSequence([p & 0xFFFFFFFF for p in parts])
     return int(seq.generate_state(1, dtype=np.uint64)[0] & np.uint64(0x7FFFFFFFFFFFFFFF))
-
-
-def _same(ev: FowEvaluator) -> FowEvaluator:
-    return ev
-
-
-_WARMED: set[str] = set()
-"""Which warm-ups this process has run (numba loads a cached kernel on its first call)."""
-
-
-def _warm_up(pool: StockfishPool | None) -> None:
-    """Load every compiled kernel the agent calls before the first timed move: numba loads a
-    cached kernel on its first call, 10-60 ms each, which on the clock would cost the first
-    moves of a game. Once per process: a few plies between two tiny searches with the
-    built-in evaluator in each schedule (so re-rooting, sampling, carrying and compaction all
-    run), and one Stockfish leaf and root evaluation through the agent's own pool (its caches
-    are cleared after, by `new_game`)."""
-    from caligo.fow.game import Game
-    from caligo.fow.observation import observe
-
-    if "search" not in _WARMED:
-        for schedule, budget in ((Schedule.DETERMINISTIC, Iterations(6)),
-                                 (Schedule.THREADED, Seconds(0.005))):
-            cfg = SearchConfig(budget=budget, schedule=schedule, max_nodes=8192, min_roots=4,
-                               expansions=4 if schedule is Schedule.DETERMINISTIC else None)
-            seats = []
-            for seat in (0, 1):
-                game = FowSearchGame()  # one store per player: compaction renumbers it
-                ev = FowEvaluator(game, SimpleEvaluator())
-                belief = FowBelief(game, seat)
-                sa = SearchAgent(game, belief, ev, cfg, evaluator_factory=functools.partial(
-                    _same, ev))
-                sa.new_game(seat, 0)
-                seats.append((sa, belief, game))
-            truth = Game()
-            for _ in range(6):
-                mover = truth.turn
-                sa, _, game = seats[mover]
-                move = int(sa.act().action)
-                truth.push(move)
-                for seat, (agent, belief, _) in enumerate(seats):
-                    obs = observe(truth.position, seat)
-                    belief.expect(obs)
-                    agent.observe(observation_key(obs), move if seat == mover else None)
-                eng = sa._search
-                if eng is not None:
-                    compact_arena(game, eng.arena)
-        load_rare_kernels()  # the belief's paths six plies do not reach
-        _WARMED.add("search")
-    if pool is not None and "stockfish" not in _WARMED:
-        game = FowSearchGame()
-        batch = game.expand(np.array([0]))
-        kids = game.positions(batch.state)
-        pool.children(game.positions(np.array([0]))[0], kids, batch.action.astype(np.uint16))
-        pool.evaluate(kids[:2])
-        _WARMED.add("stockfish")
 
 
 class ObscuroAgent(AgentBase):
@@ -300,7 +236,7 @@ class ObscuroAgent(AgentBase):
         self._search = SearchAgent(game, self._belief, FowEvaluator(game, leaf),
                                    cfg.search_config(), evaluator_factory=factory,
                                    capacity=self._capacity(time_control))
-        _warm_up(self._pool)  # off the clock
+        warm_up(self._pool)  # off the clock
         if self._pool is not None:
             self._pool.new_game()  # after the warm-up: this game starts as a fresh process
         game_seed = _mix_seed(cfg.seed, seed, self.color)

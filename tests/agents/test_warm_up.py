@@ -3,7 +3,7 @@
 numba loads a cached kernel at its first call while holding Python's lock (10-60 ms, more on a
 busy machine): inside a timed move that is time no watchdog can give back (a ZS21 move of 143 ms
 for a 100 ms budget was traced to such a stall). Each engine is therefore warmed before its
-clock runs (`caligo.agents.obscuro._warm_up`, `caligo.agents.zs21.agent.warm_up`). These tests
+clock runs (`caligo.agents.obscuro_warm.warm_up`, `caligo.agents.zs21.agent.warm_up`). These tests
 run each engine in a fresh interpreter (so no other test has loaded anything for it), take the
 kernels' signatures at its first move, play short timed games against a random mover, and check
 that no kernel of the package gained a signature. The expected value is the empty set; a failure
@@ -88,3 +88,31 @@ def test_the_rare_belief_kernels_are_loaded_with_the_update_s_types() -> None:
     assert f"({table}, int64, {table})" in {str(s) for s in belief._dedupe_kernel.signatures}
     rows = {str(s) for s in belief._trim.signatures}
     assert f"({table}, Array(uint64, 1, 'C', False, aligned=True), int64, int64)" in rows
+
+
+def test_a_failing_warm_up_search_is_logged_and_the_warm_up_goes_on(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """The warm-up is no game: when one of its searches fails (here the threaded one, on its
+    first move), the engine process must not die before its first move (as a web worker once
+    did); the failure is logged with its reason and the rest of the warm-up runs."""
+    from caligo.agents import obscuro_warm
+    from caligo.search.agent import SearchAgent
+    from caligo.search.config import SearchError
+
+    act = SearchAgent.act
+    played = []
+
+    def failing(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if self.config.schedule.value == "threaded":
+            raise SearchError("the searcher's infoset is not in the tree: (a test)")
+        played.append(1)
+        return act(self, *args, **kwargs)
+
+    rare = []
+    monkeypatch.setattr(obscuro_warm, "WARMED", set())
+    monkeypatch.setattr(SearchAgent, "act", failing)
+    monkeypatch.setattr(obscuro_warm, "load_rare_kernels", lambda: rare.append(1))
+    with caplog.at_level("WARNING", logger="caligo.agents.obscuro_warm"):
+        obscuro_warm.warm_up(None)
+    assert len(played) == 6 and rare == [1] and obscuro_warm.WARMED == {"search"}
+    assert "threaded search failed (the searcher's infoset is not in the tree" in caplog.text
