@@ -23,7 +23,7 @@ import numpy as np
 from caligo.agents.fow_kernels import _positions_zobrist_kernel
 from caligo.agents.fow_search import I64, FowSearchError, FowSearchGame
 from caligo.fow.belief import BeliefConfig, BeliefSet, SizeKind
-from caligo.fow.belief_update import Scratch
+from caligo.fow.belief_update import EmptyUpdateError, Scratch
 from caligo.fow.errors import FowError
 from caligo.fow.expand import observation_key
 from caligo.fow.last_seen import LastSeen
@@ -85,18 +85,19 @@ class FowBelief:
 
     Repair. When the memory cap made P a uniform subsample, an observation may leave none of
     its positions (the true P is not empty: `BeliefError`). The update then replays the
-    observations since the last exact P with fresh sampling salts (`REPAIR_ATTEMPTS` times).
-    A replay runs within a deadline (`settle`'s `repair_by`: the move's repair stage): it never
-    begins a capped update that the dearest one before it says would end past it, and an
-    opponent's ply stops at it. If no replay
-    survives, or one cannot finish by its deadline, P is drawn afresh from the last observation
-    and the opponent's material (`caligo.fow.reseed`; `redraws` counts them), and given up for
-    the rest of the game only if no position can be drawn (`lost`: the agent plays its
-    emergency move, `caligo.agents.emergency`) rather than raising into the agent (with
-    `last_seen`, the draw follows where the opponent's pieces were last seen). A replay
-    begun by our own move's update (which runs after the move, without a deadline) waits for
-    the next `settle` (`repairing`; P is unavailable meanwhile). `repairs` counts the replays
-    that succeeded.
+    observations since the last exact P with fresh sampling salts (`REPAIR_ATTEMPTS` times;
+    none when nothing was dropped since that P or the last redraw, `EmptyUpdateError`'s
+    `replayable`: every salt would repeat the failure). A replay runs within a deadline
+    (`settle`'s `repair_by`: the move's repair stage): it never begins a capped update that
+    the dearest one before it says would end past it, and an opponent's ply stops at it. If
+    no replay survives, or one cannot finish by its deadline, P is drawn afresh from the
+    last observation and the opponent's material (`caligo.fow.reseed`; `redraws` counts
+    them), and given up for the rest of the game only if no position can be drawn (`lost`:
+    the agent plays its emergency move, `caligo.agents.emergency`) rather than raising into
+    the agent (with `last_seen`, the draw follows where the opponent's pieces were last
+    seen). A replay begun by our own move's update (which runs after the move, without a
+    deadline) waits for the next `settle` (`repairing`; P is unavailable meanwhile).
+    `repairs` counts the replays that succeeded.
     """
 
     def __init__(self, game: FowSearchGame, player: int, config: BeliefConfig | None = None,
@@ -277,13 +278,13 @@ class FowBelief:
     def _repair(self, exc: FowError) -> None:
         """The capped subsample lost every position consistent with an observation: begin a
         replay of the observations since the last exact P with fresh sampling salts
-        (`_resume` runs it; the class docstring says what follows). When no update since that
-        P dropped a consistent position (`BeliefSet.subsampled` is False: the failing update
-        started from an exact P, or from a redraw's descendants that the cap never thinned),
-        the salts, which only choose what a capped update keeps, cannot change it: the truth
-        was never in that P (it descends from a redraw), and `_resume` redraws at once instead
-        of replaying the same updates three times (each as dear as the ones that failed)."""
-        futile = not self._set.subsampled
+        (`_resume` runs it; the class docstring says what follows). When no update since
+        that P (or the last redraw) dropped a consistent position (`EmptyUpdateError`'s
+        `replayable` is False: the set that failed was exact, or a redraw's descendants the
+        cap never thinned), the salts, which only choose what a capped update keeps, cannot
+        change it, and `_resume` redraws at once instead of replaying the same updates three
+        times (each as dear as the ones that failed)."""
+        futile = isinstance(exc, EmptyUpdateError) and not exc.replayable
         log.warning("%s; %s", exc,
                     "no update since the last exact or redrawn P dropped a position: no salt "
                     "can change it" if futile else
@@ -309,7 +310,7 @@ class FowBelief:
         r = self._replay
         assert r is not None
         if r.futile:
-            self._redraw(by, "P lost the truth in an update from an exact P, a redrawn one")
+            self._redraw(by, "P lost the truth in an update no replay can change")
             return
         began: float | None = None  # when the last ply began (on `by`'s clock)
         dearest = 0.0  # the longest ply replayed (seconds)
@@ -335,9 +336,13 @@ class FowBelief:
                         return
                 else:
                     r.bel = r.bel.update_own_move(own, obs)
-            except FowError:
+            except FowError as exc:
                 if r.attempt == REPAIR_ATTEMPTS:
                     self._redraw(by, f"no subsample of P survived {REPAIR_ATTEMPTS} replays")
+                    return
+                if isinstance(exc, EmptyUpdateError) and not exc.replayable:
+                    self._redraw(by, f"replay {r.attempt} of P lost it without dropping a "
+                                     "position: no salt can change it")
                     return
                 r = self._replay = _Replay(r.attempt + 1, self._salted(r.attempt + 1))
                 continue
@@ -407,7 +412,8 @@ class FowBelief:
         rows = np.unique(np.concatenate([cur.rows, new]), axis=0)
         self._set = self._base = BeliefSet(
             player=self.player, rows=rows, ply=cur.ply, exact=False, size_seen=len(rows),
-            size_kind=SizeKind.REDRAWN, config=self._base.config, fullmove0=cur.fullmove0)
+            size_kind=SizeKind.REDRAWN, config=self._base.config, fullmove0=cur.fullmove0,
+            subsampled=False)
         self._since = []
         self._scratch = None
         self.top_ups += 1

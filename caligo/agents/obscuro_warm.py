@@ -5,9 +5,10 @@ first clock runs (numba loads a cached kernel at its first call while holding Py
 Once per process, off the clock: a few plies between two tiny searches with the built-in
 evaluator in each schedule (so re-rooting, sampling, carrying and compaction all run), the
 belief's rare paths (`load_rare_kernels`), and one Stockfish leaf and root evaluation through
-the agent's own pool. The warm-up is no game: a search of it that fails is logged with its
-reason and the rest of the warm-up goes on (a kernel only that game would have reached then
-loads at its first use), so an engine process never dies before its first move for it.
+the agent's own pool. The warm-up is no game: a search of it that fails with a `SearchError`
+is logged with its reason and the rest of the warm-up goes on (a kernel only that game would
+have reached then loads at its first use), so an engine process does not die of it before
+its first move.
 """
 
 from __future__ import annotations

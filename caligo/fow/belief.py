@@ -56,6 +56,7 @@ from caligo.fow.belief_kernels import (
 from caligo.fow.belief_update import (
     BeliefConfig,
     BeliefError,
+    EmptyUpdateError,
     Scratch,
     SizeKind,
     UpdateStats,
@@ -89,8 +90,9 @@ class BeliefSet:
     of distinct consistent positions found by the last update, exact, a lower bound or an
     estimate as `size_kind` says (see the module docstring). `subsampled`: an update since the
     start or the last redraw kept only part of the consistent positions (the memory cap, or a
-    partial update truncated), so other sampling salts or more time could keep others; a set
-    that is neither exact nor subsampled descends from a redraw's guesses.
+    partial update truncated), so other sampling salts or more time could keep others; False
+    for an exact set, and given False by a redraw (`caligo.fow.reseed`), whose descendants are
+    its guesses until the cap thins them.
     `ply` counts plies since the initial position; `fullmove0` is its full-move number.
 
     Iterating gives the positions as `Position`s, `fens()` as FEN strings and `sample()` a
@@ -108,10 +110,12 @@ class BeliefSet:
     fullmove0: int = 1
     last: UpdateStats | None = None
     pending: _Pending | None = field(default=None, repr=False)
-    subsampled: bool = False
+    subsampled: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "player", color(self.player))
+        if self.exact:
+            object.__setattr__(self, "subsampled", False)
 
     @property
     def partial(self) -> bool:
@@ -297,22 +301,20 @@ class BeliefSet:
     def _finished(self, rows: np.ndarray, stats: UpdateStats, obs: Observation,
                   exact: bool) -> BeliefSet:
         if rows.shape[0] == 0 and exact:
-            raise BeliefError(
+            raise EmptyUpdateError(
                 f"no position is consistent with observation {obs.dark_fen()!r} at ply "
-                f"{self.ply + 1} ({self.player})"
-            )
+                f"{self.ply + 1} ({self.player})", False)
         if rows.shape[0] == 0 and self.subsampled:
-            raise BeliefError(
-                f"the subsample of P (max_positions={self.config.max_positions}) holds no "
-                f"position consistent with observation {obs.dark_fen()!r} at ply {self.ply + 1} "
-                f"({self.player}); the true P is not empty: raise max_positions"
-            )
+            raise EmptyUpdateError(
+                f"the subsample of P (capped at max_positions={self.config.max_positions} or "
+                f"cut short by a deadline) holds no position consistent with observation "
+                f"{obs.dark_fen()!r} at ply {self.ply + 1} ({self.player}); the true P is not "
+                f"empty", True)
         if rows.shape[0] == 0:
-            raise BeliefError(
+            raise EmptyUpdateError(
                 f"P ({len(self)} positions descended from a redraw's guesses, none dropped "
                 f"since) holds no position consistent with observation {obs.dark_fen()!r} at "
-                f"ply {self.ply + 1} ({self.player}): every guess is refuted"
-            )
+                f"ply {self.ply + 1} ({self.player}): every guess is refuted", False)
         kept_all = stats.distinct == rows.shape[0]  # the cap dropped none
         return BeliefSet(
             player=self.player,
@@ -426,6 +428,7 @@ __all__ = [
     "BeliefConfig",
     "BeliefError",
     "BeliefSet",
+    "EmptyUpdateError",
     "PieceShares",
     "SizeKind",
     "UpdateStats",

@@ -58,6 +58,16 @@ class BeliefError(FowError):
     """A belief update that cannot be right: e.g. P became empty (observations inconsistent)."""
 
 
+class EmptyUpdateError(BeliefError):
+    """An update left P empty. `replayable`: an update since the start or the last redraw
+    dropped consistent positions (the memory cap, or a cut), so other sampling salts or more
+    time could keep one; when False every replay of the same observations repeats it."""
+
+    def __init__(self, message: str, replayable: bool) -> None:
+        super().__init__(message)
+        self.replayable = replayable
+
+
 @dataclass(frozen=True)
 class BeliefConfig:
     """Settings of a belief set.

@@ -35,7 +35,7 @@ from caligo.fow.observation import Observation, observe
 from caligo.fow.position import Position
 from caligo.fow.reseed import Hint, reseed, unseen_material
 
-__all__ = ["AGE_BIN", "STAY", "LastSeen", "measure", "placement"]
+__all__ = ["AGE_BIN", "STAY", "LastSeen", "Ply", "measure", "placement", "plies"]
 
 AGE_BIN = 4
 """Our own moves per age bin of `STAY` (the last bin holds every older sighting)."""
@@ -105,7 +105,8 @@ class LastSeen:
 class Ply:
     """One ply of a replayed game, before its move: `index` in the game, the position, the
     move played, each player's observation of the position and `LastSeen`, which has taken
-    that observation in."""
+    that observation in. Valid until the next ply is drawn: `pos` and `seen` are the walk's
+    own, which it moves on (copy what you keep)."""
 
     index: int
     pos: Position

@@ -206,7 +206,8 @@ def reseed(obs: Observation, material: Sequence[int], ply: int, fullmove0: int =
     if distinct > config.max_positions:  # the memory cap holds here too: a uniform subsample
         rows = rows[np.sort(rng.choice(distinct, config.max_positions, replace=False))]
     return BeliefSet(player=me, rows=rows, ply=int(ply), exact=False, size_seen=distinct,
-                     size_kind=SizeKind.REDRAWN, config=config, fullmove0=int(fullmove0))
+                     size_kind=SizeKind.REDRAWN, config=config, fullmove0=int(fullmove0),
+                     subsampled=False)  # its descendants are guesses: no replay redraws them
 
 
 def _draw(pieces: list[int], must_sq: list[int], free_sq: list[int],

@@ -201,7 +201,9 @@ class GrowingTreeSearch:
         a = self.arena
         if a.infoset_of_key(self.searcher, cur_key) >= 0:
             return
-        mine = self._infoset_nodes(cur_key)
+        mine = self._infoset_nodes(cur_key, a.n_roots)  # in FoW always among the roots
+        if mine.size == 0:
+            mine = self._infoset_nodes(cur_key)
         if mine.size == 0:
             return
         h = int(mine[0])
@@ -217,10 +219,11 @@ class GrowingTreeSearch:
             raise SearchError(f"no room to expand our infoset's node {h}: "
                               f"{self._occupancy()}")
 
-    def _infoset_nodes(self, cur_key: int) -> np.ndarray:
-        """The nodes of the searcher's infoset `cur_key` in the tree, in row order."""
+    def _infoset_nodes(self, cur_key: int, n: int | None = None) -> np.ndarray:
+        """The nodes of the searcher's infoset `cur_key` among the first `n` rows (default:
+        the whole tree), in row order."""
         a = self.arena
-        n = a.n_nodes
+        n = a.n_nodes if n is None else n
         return np.flatnonzero((a.nodes.player[:n] == self.searcher)
                               & (a.nodes.key[:n, self.searcher] == np.uint64(cur_key)))
 

@@ -470,7 +470,31 @@ def test_a_redrawn_p_whose_guesses_are_all_refuted_is_redrawn_without_replays(
                 assert not bel.lost and _observes(bel, obs)
     assert bel.redraws >= 2 and bel.repairs == 0
     assert "every guess is refuted" in caplog.text and "no salt can change it" in caplog.text
-    assert "raise max_positions" not in caplog.text and "replaying" not in caplog.text
+    assert "the subsample of P" not in caplog.text and "replaying" not in caplog.text
+
+
+def test_a_replay_that_drops_nothing_and_fails_is_not_tried_again(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Black's P follows random game 3 uncapped, but White's 13th ply is cut short (settled
+    with no time, then given up: a subsample, `subsampled`) and then Black is shown game 4's
+    15th ply. Other salts or more time could have kept the truth, so a replay from the last
+    exact P runs; it completes the cut ply and fails at game 4's ply from an exact set, which
+    no salt changes: P is redrawn after that one replay, not after three."""
+    plies, other = _random_game(3), _random_game(4)
+    bel = FowBelief(FowSearchGame(), 1, redraw_min=1)
+    _feed(bel, plies[:12])
+    bel.update(*plies[12])
+    bel.settle(Deadline(0.5, 0.5, Ticker(step=1.0)))
+    assert bel.set.partial
+    assert not bel.finish(Deadline(0.0, 0.0, Ticker(step=1.0)))
+    assert bel.cut == 1 and bel.set.subsampled
+    bel.update(*plies[13])
+    with caplog.at_level("WARNING", logger="caligo.agents.fow_belief"):
+        bel.update(other[14][0], None)
+        bel.settle()
+    assert "replaying 3 plies with new salts" in caplog.text
+    assert "replay 1 of P lost it without dropping a position" in caplog.text
+    assert bel.redraws == 1 and bel.repairs == 0 and _observes(bel, other[14][0])
 
 
 def test_a_redraw_with_last_seen_puts_pieces_where_they_were_last_seen() -> None:

@@ -92,9 +92,10 @@ def test_the_rare_belief_kernels_are_loaded_with_the_update_s_types() -> None:
 
 def test_a_failing_warm_up_search_is_logged_and_the_warm_up_goes_on(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    """The warm-up is no game: when one of its searches fails (here the threaded one, on its
-    first move), the engine process must not die before its first move (as a web worker once
-    did); the failure is logged with its reason and the rest of the warm-up runs."""
+    """The warm-up is no game: when one of its searches fails (here the first, the
+    deterministic one, on its first move), the engine process must not die before its first
+    move (as a web worker once did); the failure is logged with its reason and the rest of
+    the warm-up runs (the threaded search's six moves, the belief's rare kernels)."""
     from caligo.agents import obscuro_warm
     from caligo.search.agent import SearchAgent
     from caligo.search.config import SearchError
@@ -103,7 +104,7 @@ def test_a_failing_warm_up_search_is_logged_and_the_warm_up_goes_on(
     played = []
 
     def failing(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if self.config.schedule.value == "threaded":
+        if self.config.schedule.value == "deterministic":
             raise SearchError("the searcher's infoset is not in the tree: (a test)")
         played.append(1)
         return act(self, *args, **kwargs)
@@ -115,4 +116,5 @@ def test_a_failing_warm_up_search_is_logged_and_the_warm_up_goes_on(
     with caplog.at_level("WARNING", logger="caligo.agents.obscuro_warm"):
         obscuro_warm.warm_up(None)
     assert len(played) == 6 and rare == [1] and obscuro_warm.WARMED == {"search"}
-    assert "threaded search failed (the searcher's infoset is not in the tree" in caplog.text
+    assert "deterministic search failed (the searcher's infoset is not in the tree" in (
+        caplog.text)

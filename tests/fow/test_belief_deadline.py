@@ -9,6 +9,7 @@ deadlines run on fake clocks (`tests.clocks.Ticker`, or one the update's own wor
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from functools import cache
 from typing import Any
@@ -94,6 +95,21 @@ def test_a_truncated_update_is_a_reported_subsample() -> None:
     assert _rows(cut) == _rows(part) and _rows(cut) <= _rows(full)
     # the size is an estimate from the share of parents expanded: the right magnitude
     assert full.size_seen / 20 < cut.size_seen < full.size_seen * 20
+
+
+def test_a_partial_update_keeps_its_parents_lineage() -> None:
+    """`subsampled` survives a cut-short update and its completion: an exact P's completed
+    update is exact and not subsampled; a subsampled P's stays subsampled, though its own
+    update kept every child (the lineage, not the last step, says whether a replay with
+    other salts could keep other positions)."""
+    parents, obs = _random_game_belief(58)
+    assert parents.exact and not parents.subsampled
+    for before in (parents, dataclasses.replace(parents, exact=False, subsampled=True)):
+        part = before.update_opponent_move(obs, Deadline(0.5, 0.5, Ticker(step=1.0)))
+        assert part.partial and part.subsampled is before.subsampled
+        done = part.complete()
+        assert not done.partial and len(done) == done.size_seen
+        assert done.exact is before.exact and done.subsampled is before.subsampled
 
 
 def test_the_spread_order_reaches_parents_all_over_p() -> None:
