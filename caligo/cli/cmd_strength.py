@@ -100,12 +100,18 @@ TABLE_HEADER = ("| engine A | engine B | budget | games | A: W-D-L | pentanomial
                 "| Elo (95% CI) | SPRT |\n|---|---|---|---|---|---|---|---|---|")
 
 
+P_DECADES = (0, 1_000, 10_000, 100_000, 1_000_000)
+"""The lower ends of the |P| classes `move_stats` splits the time by (the last is open)."""
+
+
 def move_stats(db: str, engine: str) -> dict[str, Any]:
     """Means of `engine`'s per-move analysis over the finished games of the database, and the
     counts of its moves with no search behind them: watchdog answers (`overdue_answers`, with
     the latest return of control, `late_ms_max`) and moves with P lost (`belief_lost_moves`).
     Those are left out of the means. Also P's repairs and redraws over the games (each game's
-    last count: the analysis reports them so far in the game), and the games with a redraw."""
+    last count: the analysis reports them so far in the game), the games with a redraw, and
+    the timed moves by the size of P (`P_DECADES`): their share, P's exact share, the belief
+    update's and the search's mean time (a large P's update takes the search's time)."""
     import sqlite3
 
     if not Path(db).is_file():
@@ -123,6 +129,7 @@ def move_stats(db: str, engine: str) -> dict[str, Any]:
         timed = 0
         search_shares: list[float] = []
         belief_shares: list[float] = []
+        by_size = [[0.0, 0.0, 0.0, 0.0] for _ in P_DECADES]  # moves, exact, belief, search ms
         for gid, white, black, fen in games:
             if engine not in (white, black):
                 continue
@@ -165,6 +172,12 @@ def move_stats(db: str, engine: str) -> dict[str, Any]:
                     timed += 1
                     for name, key in TIME_FIELDS:
                         time_sums[name] += _finite(split.get(key))
+                    size = _finite(info.get("belief"))
+                    row = by_size[sum(size >= lo for lo in P_DECADES[1:])]
+                    row[0] += 1
+                    row[1] += bool(info.get("belief_exact", True))
+                    row[2] += _finite(split.get("belief"))
+                    row[3] += _finite(split.get("search"))
                     optimum = _finite((info.get("plan") or {}).get("optimum"))
                     if optimum > 0:
                         search_shares.append(_finite(split.get("search")) / optimum)
@@ -187,6 +200,10 @@ def move_stats(db: str, engine: str) -> dict[str, Any]:
     if timed:
         out["time_ms"] = {name: time_sums[name] / timed for name, _ in TIME_FIELDS}
         out["timed_moves"] = timed
+        out["by_belief_size"] = [
+            {"from": lo, "moves": int(n), "share": n / timed, "exact_share": ex / n,
+             "belief_ms": b / n, "search_ms": se / n}
+            for lo, (n, ex, b, se) in zip(P_DECADES, by_size, strict=True) if n]
     if search_shares:
         shares = sorted(search_shares)
         out["search_share"] = {"mean": sum(shares) / len(shares), "min": shares[0],
@@ -231,6 +248,15 @@ def _moves(args: argparse.Namespace) -> int:
         print("| " + " | ".join(f"{split[k]:,.1f} ({100 * split[k] / total:.0f}%)"
                                 for k in ("belief", "construct", "search")) +
               f" | {split['total']:,.1f} | {split['after_move']:,.1f} |")
+    rows = stats.get("by_belief_size")
+    if rows:
+        print("\nby the size of P (timed moves; mean ms per move):")
+        print("| P from | moves (share) | P exact | belief | search |")
+        print("|---|---|---|---|---|")
+        for r in rows:
+            print(f"| {r['from']:,} | {r['moves']} ({100 * r['share']:.0f}%) | "
+                  f"{100 * r['exact_share']:.0f}% | {r['belief_ms']:,.0f} | "
+                  f"{r['search_ms']:,.0f} |")
     share = stats.get("search_share")
     if share:
         print(f"search's share of the planned optimum ({share['moves']} timed moves): mean "

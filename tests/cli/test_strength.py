@@ -145,8 +145,17 @@ def test_move_statistics_of_a_timed_match(tmp_path: Path,
     stats = move_stats(str(db), "obscuro:eval=simple")
     share = stats["search_share"]
     assert share["moves"] == stats["moves"] and 0.0 <= share["min"] <= share["p05"]
+    # by the size of P: the classes hold every timed move once, in order, each its means
+    rows = stats["by_belief_size"]
+    assert sum(r["moves"] for r in rows) == stats["timed_moves"] == stats["moves"]
+    assert [r["from"] for r in rows] == sorted(r["from"] for r in rows)
+    assert sum(r["moves"] * r["search_ms"] for r in rows) == pytest.approx(
+        stats["time_ms"]["search"] * stats["timed_moves"])
+    assert all(0.0 <= r["exact_share"] <= 1.0 and r["belief_ms"] >= 0.0 for r in rows)
     assert main(["strength", "moves", str(db), "--engine", "obscuro:eval=simple"]) == 0
-    assert "search's share of the planned optimum" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "search's share of the planned optimum" in text
+    assert "| P from | moves (share) | P exact | belief | search |" in text
 
 
 def _ladder_result(hi: int, lo: int, penta: list[int]) -> dict[str, Any]:
