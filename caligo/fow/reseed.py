@@ -207,7 +207,7 @@ def reseed(obs: Observation, material: Sequence[int], ply: int, fullmove0: int =
         rows = rows[np.sort(rng.choice(distinct, config.max_positions, replace=False))]
     return BeliefSet(player=me, rows=rows, ply=int(ply), exact=False, size_seen=distinct,
                      size_kind=SizeKind.REDRAWN, config=config, fullmove0=int(fullmove0),
-                     subsampled=False)  # its descendants are guesses: no replay redraws them
+                     subsampled=False)  # its descendants are guesses, which no salt changes
 
 
 def _draw(pieces: list[int], must_sq: list[int], free_sq: list[int],
