@@ -219,13 +219,17 @@ class GrowingTreeSearch:
             raise SearchError(f"no room to expand our infoset's node {h}: "
                               f"{self._occupancy()}")
 
+    def _infoset_mask(self, cur_key: int, n: int) -> np.ndarray:
+        """Which of the first `n` rows are nodes of the searcher's infoset `cur_key`."""
+        a = self.arena
+        return ((a.nodes.player[:n] == self.searcher)
+                & (a.nodes.key[:n, self.searcher] == np.uint64(cur_key)))
+
     def _infoset_nodes(self, cur_key: int, n: int | None = None) -> np.ndarray:
         """The nodes of the searcher's infoset `cur_key` among the first `n` rows (default:
         the whole tree), in row order."""
-        a = self.arena
-        n = a.n_nodes if n is None else n
-        return np.flatnonzero((a.nodes.player[:n] == self.searcher)
-                              & (a.nodes.key[:n, self.searcher] == np.uint64(cur_key)))
+        return np.flatnonzero(self._infoset_mask(
+            cur_key, self.arena.n_nodes if n is None else n))
 
     def _occupancy(self) -> str:
         a, cap = self.arena, self.arena.capacity
@@ -467,9 +471,7 @@ class GrowingTreeSearch:
         """The searcher's value of its infoset `cur_key` under the played profile."""
         a = self.arena
         prof = C.profile(a, C.played_profile(a, self.config.iterate))
-        n = a.n_nodes
-        mine = prof.alive & (a.nodes.player[:n] == self.searcher) & (
-            a.nodes.key[:n, self.searcher] == np.uint64(cur_key))
+        mine = prof.alive & self._infoset_mask(cur_key, a.n_nodes)
         w = (prof.c * prof.y)[mine]
         if w.sum() <= 0.0:
             return math.nan
