@@ -222,8 +222,9 @@ class GrowingTreeSearch:
     def _infoset_mask(self, cur_key: int, n: int) -> np.ndarray:
         """Which of the first `n` rows are nodes of the searcher's infoset `cur_key`."""
         a = self.arena
-        return ((a.nodes.player[:n] == self.searcher)
-                & (a.nodes.key[:n, self.searcher] == np.uint64(cur_key)))
+        mask: np.ndarray = ((a.nodes.player[:n] == self.searcher)
+                            & (a.nodes.key[:n, self.searcher] == np.uint64(cur_key)))
+        return mask
 
     def _infoset_nodes(self, cur_key: int, n: int | None = None) -> np.ndarray:
         """The nodes of the searcher's infoset `cur_key` among the first `n` rows (default:
