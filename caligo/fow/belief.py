@@ -6,11 +6,12 @@ so far" (Obscuro, section 3): P starts as the known initial position and is upda
 - after the player's own move m: P <- {s.m : s in P, obs(s.m) = o}, and
 - after an opponent move: P <- {s.m : s in P, m a FoW move of s, obs(s.m) = o},
 
-where o is the observation the player actually received. Each runs in a numba kernel:
-`_expand_kernel` (opponent ply) makes every move of every parent, compares the player's
+where o is the observation the player actually received. Each runs in numba kernels: for an
+opponent ply, `_filter_kernel` makes every move of a round of parents and compares the player's
 observation (`caligo.fow.observation.observe_kernel`) with o, after a cheap necessary test
-(the pieces on o's visible squares), and inserts matches into a hash table that drops
-duplicates; `_own_move_kernel` (own move) needs a table only in one case: the move's
+(the pieces on o's visible squares), and `_insert_kernel` inserts the matches into a hash table
+that drops duplicates (on `BeliefConfig.threads` > 1, helper threads filter the next rounds
+while one inserts, in visit order: the same result, sooner); `_own_move_kernel` (own move) needs a table only in one case: the move's
 destination is visible, so its contents agree in every parent and the move is undone by nothing
 but the castling rights it clears. Those are the player's own (observed, equal in every parent)
 unless the move lands on the opponent's king or rook home square (a capture there, e.g. `h1h8`

@@ -49,13 +49,14 @@ _M4 = np.uint64(15)
 _M7 = np.uint64(127)
 _S32 = np.uint64(32)
 
-# status codes of `_expand_kernel`
+# status codes of `_filter_kernel`
 ST_DONE = 0
 ST_GROW_ROWS = 1
 ST_GROW_TABLE = 2
-ST_OVERFLOW = 3  # parent state[S_NEXT] has more than MAX_MOVES moves (built by hand)
+ST_OVERFLOW = 3  # parent lstate[S_NEXT] has more than MAX_MOVES moves (built by hand)
 
-# state slots of `_expand_kernel` (int64 array)
+# state slots of an update (`_filter_kernel`'s per-range counters and `_insert_kernel`'s
+# totals; int64 array)
 S_NEXT = 0  # next parent index
 S_ROWS = 1  # rows stored in out_rows
 S_DISTINCT = 2  # distinct matching children seen (stored or not)
@@ -197,12 +198,12 @@ def _flush(
         )
 
 
-# Long by design: one numba pass that generates, filters and stores children in place (a
-# resumable state machine: it returns to grow buffers and resumes where it stopped).
+# Long by design: one numba pass that generates and filters children in place (resumable: it
+# returns at a parent boundary when its buffer is full and resumes where it stopped).
 @njit(cache=True, nogil=True)
-def _expand_kernel(
+def _filter_kernel(
     rows: np.ndarray,
-    n_rows: int,
+    end: int,
     n_total: int,
     mul: int,
     add: int,
@@ -210,53 +211,41 @@ def _expand_kernel(
     target: np.ndarray,
     clocks: np.uint64,
     salt: np.uint64,
-    threshold: np.uint64,
-    count_threshold: np.uint64,
-    out_rows: np.ndarray,
-    out_hash: np.ndarray,
-    table: np.ndarray,
-    state: np.ndarray,
+    pend_rows: np.ndarray,
+    pend_fp: np.ndarray,
+    lstate: np.ndarray,
     max_moves: int,
 ) -> int:
-    """Expand parents state[S_NEXT] .. n_rows - 1 by every move of the side to move (an
-    opponent ply) into the children whose observation equals `target`, deduplicated.
+    """Expand parents lstate[S_NEXT] .. end - 1 by every move of the side to move (an opponent
+    ply) into the children whose observation equals `target`, written in visit order with their
+    fingerprints (not deduplicated: `_insert_kernel` does that).
 
     rows uint64 (n_total, ROW_WORDS): parents; the i-th visited is rows[(mul * i + add) %
     n_total] (mul coprime to n_total: every parent once; mul = 1, add = 0 is the natural
     order), so a prefix of the visits is an evenly spread subset of P. player: the observer.
     target uint64 (OBS_WORDS,): the observation received. clocks: clocks word for the
-    unpacked parents (not observed, not stored). salt, threshold, count_threshold:
-    fingerprint salt and the storage and counting bounds (see `_insert`). out_rows uint64
-    (R, ROW_WORDS), out_hash uint64 (R,), table uint64 (T, 2), state int64 (S_WORDS,):
-    in/out counters. max_moves: move buffer length (the module's move cap; smaller in tests
-    of the overflow path). Returns ST_DONE, or ST_GROW_ROWS / ST_GROW_TABLE when it stopped
-    (at a parent boundary, with nothing pending) for more room; call again after growing.
-    ST_OVERFLOW: the parent of visit state[S_NEXT] has more than max_moves moves (only a
-    hand-built array can).
+    unpacked parents (not observed, not stored). salt: the fingerprint salt. pend_rows uint64
+    (R, ROW_WORDS), pend_fp uint64 (R, 2): the children and their fingerprints, from row
+    lstate[S_ROWS] on. lstate int64 (S_WORDS,): S_NEXT, S_ROWS, S_TESTED, S_MATCHED in/out.
+    max_moves: move buffer length (the module's move cap; smaller in tests of the overflow
+    path). Returns ST_DONE, or ST_GROW_ROWS when it stopped (at a parent boundary) because
+    another parent's moves might not fit; call again with room. ST_OVERFLOW: the parent of
+    visit lstate[S_NEXT] has more than max_moves moves (only a hand-built array can).
+    Different visit ranges may run at once in threads, each with its own outputs.
     """
     pos = np.empty(POS_WORDS, dtype=np.uint64)
     undo = np.empty(UNDO_WORDS, dtype=np.uint64)
     obs = np.empty(OBS_WORDS, dtype=np.uint64)
     moves = np.empty(max_moves, dtype=np.uint16)
-    pend_rows = np.empty((BATCH, ROW_WORDS), dtype=np.uint64)
-    pend_fp = np.empty((BATCH, 2), dtype=np.uint64)
-    n_pend = 0
-    half_table = table.shape[0] >> 1
-    cap_rows = out_rows.shape[0]
+    n_pend = lstate[S_ROWS]
+    cap_rows = pend_rows.shape[0]
     tvis = target[0]
-    thr = threshold
-    cthr = count_threshold
-    st = state
-    i = state[S_NEXT]
-    while i < n_rows:
-        if state[S_ROWS] + max_moves + BATCH > cap_rows:
-            _flush(pend_rows, pend_fp, n_pend, thr, cthr, out_rows, out_hash, table, st)
-            state[S_NEXT] = i
+    i = lstate[S_NEXT]
+    while i < end:
+        if n_pend + max_moves > cap_rows:
+            lstate[S_NEXT] = i
+            lstate[S_ROWS] = n_pend
             return ST_GROW_ROWS
-        if state[S_TABLE] + max_moves + BATCH > half_table:
-            _flush(pend_rows, pend_fp, n_pend, thr, cthr, out_rows, out_hash, table, st)
-            state[S_NEXT] = i
-            return ST_GROW_TABLE
         _unpack_row(rows[(mul * i + add) % n_total], clocks, pos)
         # squares the target sees whose contents differ in this parent: a move changes at
         # most 4 squares (castling), so it must touch every one of them
@@ -264,7 +253,7 @@ def _expand_kernel(
         for c in range(12):
             diff |= (pos[c] & tvis) ^ target[1 + c]
         if popcount(diff) > 4:
-            state[S_TESTED] += count_moves(pos)
+            lstate[S_TESTED] += count_moves(pos)
             i += 1
             continue
         # a "silent" move touches no square that can change the player's observation: the
@@ -280,10 +269,10 @@ def _expand_kernel(
         opp_pawns = pos[(1 - player) * 6 + PAWN]
         n = gen_moves(pos, moves)
         if n > max_moves:  # a hand-built parent: report, never drop moves
-            _flush(pend_rows, pend_fp, n_pend, thr, cthr, out_rows, out_hash, table, st)
-            state[S_NEXT] = i
+            lstate[S_NEXT] = i
+            lstate[S_ROWS] = n_pend
             return ST_OVERFLOW
-        state[S_TESTED] += n
+        lstate[S_TESTED] += n
         for k in range(n):
             m = moves[k]
             mi = int(m)
@@ -319,18 +308,44 @@ def _expand_kernel(
                         same = False
                         break
             if same:
-                state[S_MATCHED] += 1
+                lstate[S_MATCHED] += 1
                 _pack_row(pos, pend_rows[n_pend])
                 _fingerprint(pend_rows[n_pend], salt, pend_fp[n_pend])
                 n_pend += 1
-                if n_pend == BATCH:
-                    _flush(pend_rows, pend_fp, n_pend, thr, cthr, out_rows, out_hash, table, st)
-                    n_pend = 0
             unmake_move(pos, m, undo)
         i += 1
-    _flush(pend_rows, pend_fp, n_pend, thr, cthr, out_rows, out_hash, table, st)
-    state[S_NEXT] = n_rows
+    lstate[S_NEXT] = end
+    lstate[S_ROWS] = n_pend
     return ST_DONE
+
+
+@njit(cache=True, nogil=True)
+def _insert_kernel(
+    pend_rows: np.ndarray,
+    pend_fp: np.ndarray,
+    lo: int,
+    hi: int,
+    threshold: np.uint64,
+    count_threshold: np.uint64,
+    out_rows: np.ndarray,
+    out_hash: np.ndarray,
+    table: np.ndarray,
+    state: np.ndarray,
+) -> int:
+    """Insert the filtered children lo .. hi - 1 (`_filter_kernel`'s outputs) in order, a
+    batch at a time (`_flush`); other arrays as in `_insert`. Returns how far it got: hi, or
+    less when the rows or the table (kept under half full) lack room for another batch; grow
+    them (or trim, or bound the table) and call again from there."""
+    half_table = table.shape[0] >> 1
+    cap_rows = out_rows.shape[0]
+    while lo < hi:
+        if state[S_ROWS] + BATCH > cap_rows or state[S_TABLE] + BATCH > half_table:
+            return lo
+        m = min(BATCH, hi - lo)
+        _flush(pend_rows[lo:lo + m], pend_fp[lo:lo + m], m, threshold, count_threshold,
+               out_rows, out_hash, table, state)
+        lo += m
+    return hi
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -6,8 +6,12 @@ parents, a partial update finished later). `BeliefSet` in `caligo.fow.belief` is
 from __future__ import annotations
 
 import math
+import os
+import threading
 import time
-from dataclasses import dataclass
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from enum import Enum
 
 import numpy as np
@@ -25,10 +29,10 @@ from caligo.fow.belief_kernels import (
     S_TESTED,
     S_WORDS,
     ST_DONE,
-    ST_GROW_TABLE,
     ST_OVERFLOW,
     _dedupe_kernel,
-    _expand_kernel,
+    _filter_kernel,
+    _insert_kernel,
     _own_move_kernel,
     _shrink,
     _trim,
@@ -43,6 +47,31 @@ from caligo.fow.position import (
     to_fen,
 )
 from caligo.limits import Deadline
+
+MAX_THREADS = 64
+LANE_SPAN = 4096
+"""Parents in one round of an update at most (bounds a round's buffer of children)."""
+MIN_SPLIT = 256
+"""Fewer visits than this in a step are run on one thread (a hand-off costs tens of
+microseconds, a parent a few)."""
+ROUNDS = 8
+"""Rounds a step on more than one thread is cut into (more overlap, more hand-offs)."""
+MIN_ROUND = 32
+
+_POOL: tuple[int, ThreadPoolExecutor] | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The process's helper threads for updates on more than one thread (made at first use;
+    updates of several games share them). A forked child makes its own: the parent's threads
+    are not in it."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None or _POOL[0] != os.getpid():
+            _POOL = (os.getpid(), ThreadPoolExecutor(max_workers=MAX_THREADS,
+                                                     thread_name_prefix="caligo-belief"))
+        return _POOL[1]
 
 
 class SizeKind(Enum):
@@ -78,17 +107,25 @@ class BeliefConfig:
         estimate. Peak update memory is about (208 + 64 * count_factor) bytes * max_positions
         on top of P itself.
     seed: seeds the per-update fingerprint salt, hence which positions a capped P keeps.
+    threads: threads an opponent-ply update runs on: while one inserts a round of parents'
+        children into the table, the others filter the next rounds' parents. The children
+        are inserted in visit order, so the result is the same for any number; only the
+        speed differs.
     """
 
     max_positions: int = 2_000_000
     count_factor: int = 4
     seed: int = 0
+    threads: int = 1
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_positions, int) or self.max_positions < 1:
             raise ValueError(f"max_positions must be a positive int, got {self.max_positions!r}")
         if not isinstance(self.count_factor, int) or self.count_factor < 2:
             raise ValueError(f"count_factor must be an int >= 2, got {self.count_factor!r}")
+        if not isinstance(self.threads, int) or not 1 <= self.threads <= MAX_THREADS:
+            raise ValueError(f"threads must be an int in [1, {MAX_THREADS}], got "
+                             f"{self.threads!r}")
 
 
 @dataclass(frozen=True)
@@ -173,6 +210,36 @@ class Scratch:
     used: bool = False
 
 
+@dataclass(eq=False)
+class _Lane:
+    """The buffers of one round of an update: the children its parents' filter kept (rows,
+    fingerprints) and its counters (`_filter_kernel`'s lstate), reused round after round so
+    they grow once. A helper thread fills a lane while another lane's children are
+    inserted."""
+
+    rows: np.ndarray = field(default_factory=lambda: np.empty((8192, ROW_WORDS), np.uint64))
+    fps: np.ndarray = field(default_factory=lambda: np.empty((8192, 2), np.uint64))
+    lstate: np.ndarray = field(default_factory=lambda: np.zeros(S_WORDS, np.int64))
+    status: int = ST_DONE
+
+    def filter(self, exp: _Expansion, start: int, end: int) -> None:
+        """Filter the parents of visits start .. end - 1 into this lane's buffers, growing
+        them until it is done (or hits a hand-built parent: `status` ST_OVERFLOW)."""
+        ls = self.lstate
+        ls[:] = 0
+        ls[S_NEXT] = start
+        while True:
+            self.status = _filter_kernel(
+                exp.src, end, exp.n, exp.mul, exp.add, exp.player, exp.target, exp.clocks,
+                exp.salt, self.rows, self.fps, ls, MAX_MOVES)
+            if self.status != ST_DONE and self.status != ST_OVERFLOW:
+                n = int(ls[S_ROWS])
+                self.rows = np.concatenate([self.rows[:n], np.empty_like(self.rows)])
+                self.fps = np.concatenate([self.fps[:n], np.empty_like(self.fps)])
+                continue
+            return
+
+
 class _Expansion:
     """One opponent-ply update of P in progress: the kernel's buffers and counters, resumable
     between deadlines (`run`), with the rows found so far available at any time (`rows`).
@@ -220,6 +287,8 @@ class _Expansion:
             self.out_hash = np.empty(row_cap, dtype=np.uint64)
             self.table = np.zeros((tsize, 2), dtype=np.uint64)
         self.state = np.zeros(S_WORDS, dtype=np.int64)
+        self.threads = config.threads
+        self._lanes: list[_Lane] = []
         self.seconds = 0.0
         self._lent = False  # out_rows[:S_ROWS] is held by a set (`rows`)
 
@@ -250,58 +319,112 @@ class _Expansion:
                 before = self.visited
                 self._step(min(self.n, before + chunk))
                 per = (deadline.now() - c0) / max(self.visited - before, 1)
-                # chunks of about 2 ms (and never past what is left)
+                # chunks of about 2 ms, 4 ms when pipelined (and never past what is left)
                 left = max(deadline.left(), 0.0)
-                chunk = int(min(2e-3, left / 2) / max(per, 1e-9))
+                chunk = int(min(2e-3 * min(self.threads, 2), left / 2) / max(per, 1e-9))
                 chunk = max(32, min(chunk, 1 << 16))
         self.seconds += time.perf_counter() - t0
         return self.done
 
     def _step(self, end: int) -> None:
-        """Run the kernel over the visits up to `end`, growing buffers and trimming at the cap
-        as it asks."""
+        """Run the kernels over the visits up to `end`, in rounds of parents: filter a round
+        (`_Lane.filter`), then insert its children (`_insert`). On more than one thread the
+        rounds are pipelined: helper threads filter the next rounds while this one inserts
+        the last, in visit order, so the result is the one-thread result."""
+        start = self.visited
+        span = end - start
+        if self.threads == 1 or span < MIN_SPLIT:
+            while self.visited < end:
+                lane = self._lane(0)
+                lane.filter(self, self.visited, min(end, self.visited + LANE_SPAN))
+                self._insert(lane)
+            return
+        size = max(MIN_ROUND, min(LANE_SPAN, -(-span // ROUNDS)))
+        cuts = [*range(start, end, size), end]
+        ahead = self.threads - 1  # rounds being filtered while one is inserted
+        pending: deque[tuple[_Lane, Future[None]]] = deque()
+        free = [self._lane(j) for j in range(ahead + 1)]
+        launched = 0
+
+        def launch() -> None:
+            nonlocal launched
+            while len(pending) < ahead and launched < len(cuts) - 1:
+                lane = free.pop()
+                pending.append((lane, _pool().submit(lane.filter, self, cuts[launched],
+                                                     cuts[launched + 1])))
+                launched += 1
+
+        try:
+            launch()
+            while pending:
+                lane, job = pending.popleft()
+                job.result()
+                launch()  # the next rounds are filtered while this one is inserted
+                self._insert(lane)
+                free.append(lane)
+        finally:
+            for _, job in pending:
+                job.result()
+
+    def _lane(self, j: int) -> _Lane:
+        while len(self._lanes) <= j:
+            self._lanes.append(_Lane())
+        return self._lanes[j]
+
+    def _insert(self, lane: _Lane) -> None:
+        """Insert a filtered round's children, growing the buffers as asked, and take its
+        counters; TooManyMovesError if it stopped at a hand-built parent."""
+        state = self.state
+        ls = lane.lstate
+        n, lo = int(ls[S_ROWS]), 0
+        while lo < n:
+            lo = _insert_kernel(lane.rows, lane.fps, lo, n, self.threshold,
+                                self.count_threshold, self.out_rows, self.out_hash,
+                                self.table, state)
+            if lo < n:
+                self._grow()
+        state[S_TESTED] += ls[S_TESTED]
+        state[S_MATCHED] += ls[S_MATCHED]
+        state[S_NEXT] = ls[S_NEXT]
+        if lane.status == ST_OVERFLOW:
+            raise _overflow(self.src[self.parent_of(self.visited)], self.clocks)
+
+    def _grow(self) -> None:
+        """Make room for another batch of insertions: a larger table, or a bounded one once
+        it holds count_limit fingerprints; more rows, or a trim to the cap at the row
+        limit."""
         cap = self.cap
-        while True:
-            status = _expand_kernel(
-                self.src, end, self.n, self.mul, self.add, self.player, self.target,
-                self.clocks, self.salt, self.threshold, self.count_threshold, self.out_rows,
-                self.out_hash, self.table, self.state, MAX_MOVES,
-            )  # fmt: skip
-            if status == ST_DONE:
-                return
-            if status == ST_OVERFLOW:
-                raise _overflow(self.src[self.parent_of(self.visited)], self.clocks)
-            state = self.state
-            if status == ST_GROW_TABLE and state[S_TABLE] < self.count_limit:
+        state = self.state
+        if state[S_TABLE] + BATCH > self.table.shape[0] >> 1:
+            if state[S_TABLE] < self.count_limit:
                 new_table = np.zeros((2 * self.table.shape[0], 2), dtype=np.uint64)
                 _shrink(self.table, new_table, _ALL)  # a plain rehash into a larger table
                 self.table = new_table
-            elif status == ST_GROW_TABLE:
-                # bound the table: keep counting only the distinct children whose fingerprint
-                # is among the count_limit/2 smallest so far (a bottom-k sketch); the stored
-                # rows, trimmed to the cap first, all lie below that bound
-                if state[S_ROWS] > cap:
-                    self.threshold = np.uint64(
-                        _trim(self.out_rows, self.out_hash, int(state[S_ROWS]), cap))
-                    state[S_ROWS] = cap
-                hashes = self.table[:, 0][self.table[:, 0] != 0]
-                k = self.count_limit // 2
-                kth = np.partition(hashes, k - 1)[k - 1]
-                self.count_threshold = np.uint64(max(int(kth), int(self.threshold)))
-                new_table = np.zeros_like(self.table)
-                state[S_TABLE] = _shrink(self.table, new_table, self.count_threshold)
-                self.table = new_table
-            elif self.out_rows.shape[0] < self.row_limit:
-                grown = min(2 * self.out_rows.shape[0], self.row_limit)
-                extra = grown - self.out_rows.shape[0]
-                self.out_rows = np.concatenate(
-                    [self.out_rows, np.empty((extra, ROW_WORDS), dtype=np.uint64)])
-                self.out_hash = np.concatenate(
-                    [self.out_hash, np.empty(extra, dtype=np.uint64)])
-            else:
+                return
+            # bound the table: keep counting only the distinct children whose fingerprint
+            # is among the count_limit/2 smallest so far (a bottom-k sketch); the stored
+            # rows, trimmed to the cap first, all lie below that bound
+            if state[S_ROWS] > cap:
                 self.threshold = np.uint64(
                     _trim(self.out_rows, self.out_hash, int(state[S_ROWS]), cap))
                 state[S_ROWS] = cap
+            hashes = self.table[:, 0][self.table[:, 0] != 0]
+            k = self.count_limit // 2
+            kth = np.partition(hashes, k - 1)[k - 1]
+            self.count_threshold = np.uint64(max(int(kth), int(self.threshold)))
+            new_table = np.zeros_like(self.table)
+            state[S_TABLE] = _shrink(self.table, new_table, self.count_threshold)
+            self.table = new_table
+        elif self.out_rows.shape[0] < self.row_limit:
+            grown = min(2 * self.out_rows.shape[0], self.row_limit)
+            extra = grown - self.out_rows.shape[0]
+            self.out_rows = np.concatenate(
+                [self.out_rows, np.empty((extra, ROW_WORDS), dtype=np.uint64)])
+            self.out_hash = np.concatenate([self.out_hash, np.empty(extra, dtype=np.uint64)])
+        else:
+            self.threshold = np.uint64(
+                _trim(self.out_rows, self.out_hash, int(state[S_ROWS]), cap))
+            state[S_ROWS] = cap
 
     def parent_of(self, visit: int) -> int:
         """The row index of the `visit`-th parent visited."""

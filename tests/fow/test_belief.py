@@ -31,7 +31,7 @@ from caligo.fow.belief import (
     pack_positions,
     piece_shares,
 )
-from caligo.fow.belief_kernels import _expand_kernel
+from caligo.fow.belief_kernels import _filter_kernel, _insert_kernel
 from caligo.fow.movegen import legal_moves
 from caligo.fow.observation import (
     Observation,
@@ -337,12 +337,19 @@ def test_kernel_signature_is_uint64_throughout() -> None:
 
     rows2d = types.Array(types.uint64, 2, "C")
     words = types.Array(types.uint64, 1, "C")
-    for sig in _expand_kernel.signatures:
-        # rows, n_rows, n_total, mul, add, player, target, clocks, salt, threshold,
-        # count_threshold, out_rows, out_hash, table, state, max_moves
-        assert sig[0] == rows2d and sig[6] == words and sig[11] == rows2d  # rows, target, out
-        assert sig[7] == sig[8] == sig[9] == sig[10] == types.uint64  # clocks, salt, thresholds
-        assert sig[13] == types.Array(types.uint64, 2, "C")  # fingerprint table
+    for sig in _filter_kernel.signatures:
+        # rows, end, n_total, mul, add, player, target, clocks, salt, pend_rows, pend_fp,
+        # lstate, max_moves
+        assert sig[0] == rows2d and sig[6] == words and sig[9] == rows2d  # rows, target, out
+        assert sig[7] == sig[8] == types.uint64  # clocks, salt
+        assert sig[10] == rows2d  # fingerprints
+        assert not any(isinstance(t, types.Float) for t in sig)
+    for sig in _insert_kernel.signatures:
+        # pend_rows, pend_fp, lo, hi, threshold, count_threshold, out_rows, out_hash, table,
+        # state
+        assert sig[0] == sig[1] == sig[6] == sig[8] == rows2d  # rows, fingerprints, table
+        assert sig[4] == sig[5] == types.uint64  # thresholds
+        assert sig[7] == words
         assert not any(isinstance(t, types.Float) for t in sig)
 
 
