@@ -223,7 +223,8 @@ class ObscuroAgent(AgentBase):
         game = FowSearchGame(start_fen)
         self._game = game
         self._belief = FowBelief(game, self.color, BeliefConfig(max_positions=cfg.belief_cap,
-                                                               seed=seed & 0xFFFFFFFF),
+                                                               seed=seed & 0xFFFFFFFF,
+                                                               threads=cfg.update_threads),
                                  last_seen=cfg.last_seen, weigh_roots=cfg.weigh_roots)
         slots = itertools.count()
         pool = self._pool

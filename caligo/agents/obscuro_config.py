@@ -19,6 +19,7 @@ from caligo.agents.timing import (
     TimingPolicy,
 )
 from caligo.errors import CaligoError
+from caligo.fow.belief_update import MAX_THREADS
 from caligo.fow.stockfish import (
     StockfishConfig,
     StockfishError,
@@ -135,6 +136,7 @@ OPTIONS_HELP = (
     "construction's time left that expanding our infoset's roots may take, in (0, 1]), "
     "prior=T (the temperature of a PUCT prior from the evaluator's values; default none), "
     "expanders=N, engines=N (Stockfish processes), nodes=N (arena capacity), belief=N (P cap), "
+    "bthreads=N (threads of P's update; default: the search's, 1 + expanders), "
     "redraw=uniform|last_seen (how a P that lost the truth is drawn afresh and kept up), "
     "sample=uniform|last_seen (which positions of P the subgame's sampled roots are), seed=N, "
     "stockfish=PATH"
@@ -159,7 +161,10 @@ class ObscuroConfig:
     at least one per expander); the search's expanders use theirs, and the agent's own calls
     outside the search (the subgame's roots and their expansion, while the solver's core is
     idle) are spread over all of them. max_nodes: the arena's capacity. belief_cap: P's memory cap
-    in positions. redraw: how a P that lost the truth is drawn afresh (`Redraw`). sample:
+    in positions. belief_threads: threads of P's opponent-ply update (None: the search's own
+    count, a solver and `expanders`; the update runs before the search, while those cores
+    would idle; its result is the same on any number). redraw: how a P that lost the truth
+    is drawn afresh (`Redraw`). sample:
     which positions of P the subgame's sampled roots are (`Sample`). seed: mixed
     into every game's seed.
     stockfish: the StockfishPool settings (path, own-call cap, ...). time: the timing policy
@@ -181,6 +186,7 @@ class ObscuroConfig:
     expander_batch: int = 4
     max_nodes: int = 2_000_000
     belief_cap: int = 2_000_000
+    belief_threads: int | None = None
     redraw: Redraw = Redraw.UNIFORM
     sample: Sample = Sample.UNIFORM
     seed: int = 0
@@ -213,6 +219,11 @@ class ObscuroConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < lo:
                 raise ObscuroConfigError(f"{name} must be an int >= {lo}: {v!r}")
+        bt = self.belief_threads
+        if bt is not None and (isinstance(bt, bool) or not isinstance(bt, int)
+                               or not 1 <= bt <= MAX_THREADS):
+            raise ObscuroConfigError(f"belief_threads must be an int in [1, {MAX_THREADS}]: "
+                                     f"{bt!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise ObscuroConfigError(f"seed must be an int: {self.seed!r}")
         if self.preset is not None and not isinstance(self.preset, Preset):
@@ -223,6 +234,11 @@ class ObscuroConfig:
         if self.budget.kind is TcKind.CLOCK:
             raise ObscuroConfigError(f"the budget option is auto, iters=N or mt=SECONDS, not a "
                                      f"clock: {self.budget}")
+
+    @property
+    def update_threads(self) -> int:
+        """The threads of P's opponent-ply update (`belief_threads`, else the search's)."""
+        return self.belief_threads if self.belief_threads is not None else 1 + self.expanders
 
     @property
     def slots(self) -> int:
@@ -274,7 +290,8 @@ class ObscuroConfig:
         OptionError or ObscuroConfigError quoting them."""
         opts = OptionReader("obscuro", options, (
             "budget", "eval", "ablation", "subgame", "preset", "carry", "expand", "roots",
-            "rootshare", "prior", "expanders", "engines", "nodes", "belief", "redraw", "sample",
+            "rootshare", "prior", "expanders", "engines", "nodes", "belief", "bthreads", "redraw",
+            "sample",
             "seed", "stockfish"))
         kw: dict[str, Any] = {}
         if "budget" in opts:
@@ -294,7 +311,8 @@ class ObscuroConfig:
             kw["puct_prior"] = opts.number("prior")
         for key, name in (("roots", "min_roots"), ("expanders", "expanders"),
                           ("engines", "engines"), ("nodes", "max_nodes"),
-                          ("belief", "belief_cap"), ("seed", "seed")):
+                          ("belief", "belief_cap"), ("bthreads", "belief_threads"),
+                          ("seed", "seed")):
             if key in opts:
                 kw[name] = opts.integer(key)
         if "stockfish" in opts:

@@ -42,7 +42,8 @@ OBSCURO_BAD: list[tuple[str, Any]] = [
     ("expander_batch", 0), ("max_nodes", 1023),
     ("belief_cap", 0), ("max_nodes", True), ("belief_cap", 2.5), ("seed", "7"), ("seed", False),
     ("preset", "safe"), ("budget", TimeControl.parse("180+2")),
-    ("carry_over", "profile_and_regrets"),
+    ("carry_over", "profile_and_regrets"), ("belief_threads", 0), ("belief_threads", 65),
+    ("belief_threads", True), ("belief_threads", 2.0),
 ]
 
 
@@ -96,6 +97,9 @@ def test_obscuro_options_fill_the_fields_they_name() -> None:
     assert cfg.stockfish.path == "/nowhere/stockfish"
     assert cfg.engines == 3 and cfg.slots == 3
     assert ObscuroConfig(expanders=4).slots == 4 and ObscuroConfig().slots == 2
+    # P's update runs on the search's threads (a solver and the expanders) unless told
+    assert ObscuroConfig().update_threads == 2 and ObscuroConfig(expanders=4).update_threads == 5
+    assert ObscuroConfig.from_options({"bthreads": "1"}).update_threads == 1
     assert ObscuroConfig.from_options({"preset": "obscuro_fix"}).preset is Preset.OBSCURO_FIX
     for carry in CarryOver:  # carry=: the search's carry-over, Obscuro's by default
         got = ObscuroConfig.from_options({"carry": carry.value, "preset": "safe"})

@@ -255,6 +255,8 @@ def test_analysis_fields() -> None:
     agent = create("obscuro:budget=iters=80")
     try:
         s = play(agent, RandomAgent(seed=4), "none", seed=21, agent_white=False)
+        # P's updates ran on the search's two threads; the sizes below are one thread's
+        assert agent._belief is not None and agent._belief.config.threads == 2
     finally:
         agent.close()
     transcript = s.transcript_dict(1)
