@@ -12,6 +12,8 @@ positions. At ply 25 black's P has more than 10^6 consistent positions, so the c
   action `clone()`, `apply_action`, `observation_string(black)`, compare), timed on a uniform
   sample of its parents. Building an OpenSpiel state from each parent's FEN is left out of the
   timing (it would only make OpenSpiel slower).
+- belief_threads2_speedup: the same largest update on two threads (`BeliefConfig.threads`: one
+  filters the next parents while the other inserts the children found), over one thread.
 - bytes_per_position: bytes of the stored rows over their number, at 10^6 positions.
 - belief_picture_ms: the engines' picture of P for the review (`caligo.agents.belief_map`:
   `piece_shares` of a uniform sample of 4,096 positions, JSON-ready), at 10^6 positions;
@@ -20,6 +22,7 @@ positions. At ply 25 black's P has more than 10^6 consistent positions, so the c
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 
@@ -83,9 +86,11 @@ def picture_ms(belief: BeliefSet, runs: int = 51) -> tuple[float, float]:
     return float(np.median(shares)), float(np.median(whole))
 
 
-def _ours_rate(parents: BeliefSet, true_fen: str) -> float:
-    """Children tested per second by one opponent-ply update of `parents`."""
+def _ours_rate(parents: BeliefSet, true_fen: str, threads: int = 1) -> float:
+    """Children tested per second by one opponent-ply update of `parents` on `threads`."""
     obs = observe(from_fen(true_fen), BLACK)
+    parents = dataclasses.replace(parents,
+                                  config=dataclasses.replace(parents.config, threads=threads))
     t = time.perf_counter()
     after = parents.update_opponent_move(obs)
     dt = time.perf_counter() - t
@@ -134,10 +139,11 @@ def measure(short: bool) -> dict[str, float]:
     children_per_s = tested / seconds
     # interleaved, best of 3 each: other processes on the machine slow both alike
     states = _openspiel_states(parents, 150 if short else 600)
-    ours = theirs = 0.0
+    ours = theirs = two = 0.0
     for _ in range(3):
         ours = max(ours, _ours_rate(parents, true_fen))
         theirs = max(theirs, _openspiel_rate(states, true_fen))
+        two = max(two, _ours_rate(parents, true_fen, threads=2))
     bytes_per_position = final.nbytes / len(final)
     shares_ms, picture = picture_ms(final)
 
@@ -151,6 +157,8 @@ def measure(short: bool) -> dict[str, float]:
         f"  belief_children_per_s  {children_per_s:>14,.0f}   (target >= 2,000,000)\n"
         f"  largest opponent ply   {ours:>14,.0f} /s ours, {theirs:,.0f} /s OpenSpiel\n"
         f"  belief_vs_openspiel    {ours / theirs:>14.1f}   (target >= 20)\n"
+        f"  on two threads         {two:>14,.0f} /s: belief_threads2_speedup {two / ours:.2f}"
+        f" over one (a filter thread ahead of the inserting one; the limit is 2)\n"
         f"  bytes_per_position     {bytes_per_position:>14.1f}   at {len(final):,} positions"
         f" ({final.size_seen:,} consistent; exact={final.exact}) (target <= 128)\n"
         f"  belief_picture_ms      {picture:>14.2f}   at {len(final):,} positions, sample 4,096"
@@ -159,6 +167,7 @@ def measure(short: bool) -> dict[str, float]:
     return {
         "belief_children_per_s": float(children_per_s),
         "belief_vs_openspiel": float(ours / theirs),
+        "belief_threads2_speedup": float(two / ours),
         "bytes_per_position": float(bytes_per_position),
         "belief_picture_ms": picture,
     }

@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         "perft_vs_pychess",
         "belief_children_per_s",
         "belief_vs_openspiel",
+        "belief_threads2_speedup",
         "bytes_per_position",
         "belief_picture_ms",
     )
