@@ -11,12 +11,13 @@ opponent ply, `_filter_kernel` makes every move of a round of parents and compar
 observation (`caligo.fow.observation.observe_kernel`) with o, after a cheap necessary test
 (the pieces on o's visible squares), and `_insert_kernel` inserts the matches into a hash table
 that drops duplicates (on `BeliefConfig.threads` > 1, helper threads filter the next rounds
-while one inserts, in visit order: the same result, sooner); `_own_move_kernel` (own move) needs a table only in one case: the move's
-destination is visible, so its contents agree in every parent and the move is undone by nothing
-but the castling rights it clears. Those are the player's own (observed, equal in every parent)
-unless the move lands on the opponent's king or rook home square (a capture there, e.g. `h1h8`
-or `g2h1r`): then the opponent's right that told two parents apart is gone, and
-`_dedupe_kernel` merges the children (`own_move_needs_dedupe`).
+while one inserts, in visit order: the same result, sooner); `_own_move_kernel` (own move)
+needs a table only in one case: the move's destination is visible, so its contents agree in
+every parent and the move is undone by nothing but the castling rights it clears. Those are
+the player's own (observed, equal in every parent) unless the move lands on the opponent's
+king or rook home square (a capture there, e.g. `h1h8` or `g2h1r`): then the opponent's right
+that told two parents apart is gone, and `_dedupe_kernel` merges the children
+(`own_move_needs_dedupe`).
 
 Storage. Positions that are the same for all future play are stored once: a row is the twelve
 piece bitboards plus one packed word (side to move bit 0, castling rights bits 1-4, en-passant
