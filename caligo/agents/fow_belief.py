@@ -54,9 +54,9 @@ among which the roots are drawn by their weights (`caligo.fow.plausible`)."""
 
 @dataclass
 class _Replay:
-    """A replay of P in progress (`FowBelief._repair`): its attempt (1 to `REPAIR_ATTEMPTS`,
-    the salt), the set replayed so far and how many of the plies since the last exact P it
-    has taken in."""
+    """A replay of P in progress (`FowBelief._repair`): its attempt (1 to `REPAIR_ATTEMPTS`;
+    each with a salt of its own, `FowBelief._salted`), the set replayed so far and how many
+    of the plies since the last exact P it has taken in."""
 
     attempt: int
     bel: BeliefSet
@@ -119,8 +119,10 @@ class FowBelief:
         self._set = BeliefSet.initial(self.player, game.start_fen, self.config)
         self._seen = LastSeen(self.player, self._set.positions(np.arange(1))[0])
         self.cut = 0  # partial updates given up (P became a reported subsample)
-        self._base = self._set  # the last exact P, and the observations since (repair)
+        # the last exact P, the observations since and the replay salts tried from it (repair)
+        self._base = self._set
         self._since: list[tuple[int | None, Observation]] = []
+        self._salt = 0
         self.repairs = 0
         self.redraws = 0  # Ps drawn afresh after every replay failed (`_redraw`)
         self.top_ups = 0  # redrawn Ps topped up with fresh draws (`_top_up`)
@@ -159,8 +161,7 @@ class FowBelief:
         self._set = BeliefSet.initial(self.player, self.game.start_fen, self.config)
         self._seen = LastSeen(self.player, self._set.positions(np.arange(1))[0])
         self._obs = None
-        self._base = self._set
-        self._since = []
+        self._rebase()
         self.repairs = 0
         self.redraws = 0
         self.top_ups = 0
@@ -272,8 +273,14 @@ class FowBelief:
     def _checkpoint(self) -> None:
         """An exact, complete P is the base a repair replays from."""
         if self._set.exact and not self._set.partial and not self.lost:
-            self._base = self._set
-            self._since = []
+            self._rebase()
+
+    def _rebase(self) -> None:
+        """The current P is the base a repair replays from: no observation since, no salt
+        tried."""
+        self._base = self._set
+        self._since = []
+        self._salt = 0
 
     def _repair(self, exc: FowError) -> None:
         """The capped subsample lost every position consistent with an observation: begin a
@@ -289,13 +296,16 @@ class FowBelief:
                     "no update since the last exact or redrawn P dropped a position: no salt "
                     "can change it" if futile else
                     f"replaying {len(self._since)} plies with new salts")
-        self._replay = _Replay(1, self._salted(1), futile=futile)
+        self._replay = _Replay(1, self._salted(), futile=futile)
 
-    def _salted(self, attempt: int) -> BeliefSet:
-        """The last exact P, its sampling salted for replay `attempt`."""
+    def _salted(self) -> BeliefSet:
+        """The last exact P, its sampling salted with a salt not tried from it yet (a replay
+        that repaired P once and lost it again would only repeat its line; the salts before
+        it failed earlier)."""
+        self._salt += 1
         base = self._base
         return replace(base, config=replace(base.config,
-                                            seed=base.config.seed + 7919 * attempt))
+                                            seed=base.config.seed + 7919 * self._salt))
 
     def _resume(self, by: Deadline | None) -> None:
         """Run the replay begun: its plies one by one until it has caught up (P is repaired),
@@ -344,7 +354,7 @@ class FowBelief:
                     self._redraw(by, f"replay {r.attempt} of P lost it without dropping a "
                                      "position: no salt can change it")
                     return
-                r = self._replay = _Replay(r.attempt + 1, self._salted(r.attempt + 1))
+                r = self._replay = _Replay(r.attempt + 1, self._salted())
                 continue
             r.done += 1
         self._replay = None
@@ -374,8 +384,7 @@ class FowBelief:
         self._set = drawn
         log.warning("%s; P redrawn from the observation at ply %d: %d positions", why, ply,
                     len(self._set))
-        self._base = self._set
-        self._since = []
+        self._rebase()
         self.redraws += 1
 
     def _draw(self, obs: Observation, ply: int, fullmove0: int, by: Deadline | None,
@@ -410,11 +419,11 @@ class FowBelief:
         if len(new) > TOP_UP - len(cur):
             new = new[np.sort(rng.choice(len(new), TOP_UP - len(cur), replace=False))]
         rows = np.unique(np.concatenate([cur.rows, new]), axis=0)
-        self._set = self._base = BeliefSet(
+        self._set = BeliefSet(
             player=self.player, rows=rows, ply=cur.ply, exact=False, size_seen=len(rows),
             size_kind=SizeKind.REDRAWN, config=self._base.config, fullmove0=cur.fullmove0,
             subsampled=False)
-        self._since = []
+        self._rebase()
         self._scratch = None
         self.top_ups += 1
 

@@ -497,6 +497,45 @@ def test_a_replay_that_drops_nothing_and_fails_is_not_tried_again(
     assert bel.redraws == 1 and bel.repairs == 0 and _observes(bel, other[14][0])
 
 
+def test_a_second_repair_from_the_same_base_tries_salts_not_tried_yet(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replay that repaired a 2-position P follows one salt's line; when that line loses
+    the truth again before P is exact, the next repair replays from the same base. The salts
+    it tried before are lines already seen to fail there (the same updates give the same
+    sets), so it must try others: no salt twice from one base (it used to start again at
+    the first salt)."""
+    tried: dict[int, list[int]] = {}  # the base's ply: the salted seeds replayed from it
+    repairs: dict[int, int] = {}  # the base's ply: repairs begun from it
+    salted, repair = FowBelief._salted, FowBelief._repair
+
+    def spy_salted(self: FowBelief) -> BeliefSet:
+        out = salted(self)
+        tried.setdefault(self._base.ply, []).append(out.config.seed)
+        return out
+
+    def spy_repair(self: FowBelief, exc: Exception) -> None:
+        repairs[self._base.ply] = repairs.get(self._base.ply, 0) + 1
+        repair(self, exc)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(FowBelief, "_salted", spy_salted)
+    monkeypatch.setattr(FowBelief, "_repair", spy_repair)
+    game = FowSearchGame()
+    for seed in range(80):
+        tried.clear()
+        repairs.clear()
+        bel = FowBelief(game, 1, BeliefConfig(max_positions=2), redraw_min=1)
+        for obs, own in _random_game(seed, 120):
+            bel.update(obs, own)
+            if own is None:
+                bel.settle()
+        again = [ply for ply, n in repairs.items() if n >= 2 and len(tried[ply]) >= 2]
+        if again:
+            for seeds in tried.values():
+                assert len(seeds) == len(set(seeds)), seeds
+            return
+    pytest.fail("no game of 80 repaired a 2-position P twice from one base")
+
+
 def test_a_redraw_with_last_seen_puts_pieces_where_they_were_last_seen() -> None:
     """The redraw of the test above, with and without `last_seen`: Black has not seen
     White's king since the start, so with the prior about STAY's chance of the redrawn
