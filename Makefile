@@ -34,9 +34,10 @@ demo: $(RUN_STAMP)
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check caligo tests benchmarks
 
-# the whole package; the search and the engines also under --strict
+# the whole package and the benchmarks; the search and the engines also under --strict
 typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
+	$(BIN)/mypy benchmarks
 	$(BIN)/mypy --strict caligo/search caligo/agents
 
 # The whole suite; `CALIGO_SHORT=1 make test` runs the long tests in their short form (as CI).

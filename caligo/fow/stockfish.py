@@ -63,7 +63,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import numpy as np
 
@@ -198,7 +198,7 @@ class StockfishPool:
         self._fallback = SimpleEvaluator(SEE_EVAL)  # past own_call_cap, a failed engine
         self._closed = False
 
-    def __enter__(self) -> StockfishPool:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
