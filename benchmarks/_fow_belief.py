@@ -14,6 +14,8 @@ positions. At ply 25 black's P has more than 10^6 consistent positions, so the c
   timing (it would only make OpenSpiel slower).
 - belief_threads2_speedup: the same largest update on two threads (`BeliefConfig.threads`: one
   filters the next parents while the other inserts the children found), over one thread.
+- belief_cut_threads2_ratio: parents that update visits before a deadline 0.3 s away (about a
+  1 s move's belief stage, where the engine cuts it) on two threads, over one.
 - bytes_per_position: bytes of the stored rows over their number, at 10^6 positions.
 - belief_picture_ms: the engines' picture of P for the review (`caligo.agents.belief_map`:
   `piece_shares` of a uniform sample of 4,096 positions, JSON-ready), at 10^6 positions;
@@ -36,6 +38,7 @@ from caligo.fow.position import BLACK, STARTING_FEN, UNDO_WORDS, from_fen, make_
 SEED = 10
 PLIES = 25
 CAP = 1_000_000
+CUT_SECONDS = 0.3  # about a 1 s move's belief stage (40% of its plan)
 
 
 def _scenario() -> tuple[list[tuple[int, float, int, int]], BeliefSet, tuple[BeliefSet, str]]:
@@ -98,6 +101,20 @@ def _ours_rate(parents: BeliefSet, true_fen: str, threads: int = 1) -> float:
     return after.last.tested / dt
 
 
+def _visited_by(parents: BeliefSet, true_fen: str, threads: int, seconds: float) -> int:
+    """Parents an update of `parents` on `threads` visits before a deadline `seconds` away (a
+    move's belief stage: the update is cut there)."""
+    from caligo.limits import Deadline
+
+    obs = observe(from_fen(true_fen), BLACK)
+    parents = dataclasses.replace(parents,
+                                  config=dataclasses.replace(parents.config, threads=threads))
+    part = parents.update_opponent_move(obs, Deadline.within(seconds))
+    if part.pending is None:
+        return len(parents)
+    return part.pending.update.exp.visited
+
+
 def _openspiel_states(parents: BeliefSet, n_parents: int) -> list[object]:
     import pyspiel
 
@@ -140,10 +157,13 @@ def measure(short: bool) -> dict[str, float]:
     # interleaved, best of 3 each: other processes on the machine slow both alike
     states = _openspiel_states(parents, 150 if short else 600)
     ours = theirs = two = 0.0
+    cut = [0, 0]  # parents visited in 0.3 s on one and on two threads
     for _ in range(3):
         ours = max(ours, _ours_rate(parents, true_fen))
         theirs = max(theirs, _openspiel_rate(states, true_fen))
         two = max(two, _ours_rate(parents, true_fen, threads=2))
+        for k in (0, 1):
+            cut[k] = max(cut[k], _visited_by(parents, true_fen, k + 1, CUT_SECONDS))
     bytes_per_position = final.nbytes / len(final)
     shares_ms, picture = picture_ms(final)
 
@@ -159,6 +179,8 @@ def measure(short: bool) -> dict[str, float]:
         f"  belief_vs_openspiel    {ours / theirs:>14.1f}   (target >= 20)\n"
         f"  on two threads         {two:>14,.0f} /s: belief_threads2_speedup {two / ours:.2f}"
         f" over one (a filter thread ahead of the inserting one; the limit is 2)\n"
+        f"  cut at {CUT_SECONDS} s         {cut[1]:>14,} of {len(parents):,} parents on two"
+        f" threads, {cut[0]:,} on one: belief_cut_threads2_ratio {cut[1] / cut[0]:.2f}\n"
         f"  bytes_per_position     {bytes_per_position:>14.1f}   at {len(final):,} positions"
         f" ({final.size_seen:,} consistent; exact={final.exact}) (target <= 128)\n"
         f"  belief_picture_ms      {picture:>14.2f}   at {len(final):,} positions, sample 4,096"
@@ -168,6 +190,7 @@ def measure(short: bool) -> dict[str, float]:
         "belief_children_per_s": float(children_per_s),
         "belief_vs_openspiel": float(ours / theirs),
         "belief_threads2_speedup": float(two / ours),
+        "belief_cut_threads2_ratio": float(cut[1] / cut[0]),
         "bytes_per_position": float(bytes_per_position),
         "belief_picture_ms": picture,
     }

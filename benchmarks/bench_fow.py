@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         "belief_children_per_s",
         "belief_vs_openspiel",
         "belief_threads2_speedup",
+        "belief_cut_threads2_ratio",
         "bytes_per_position",
         "belief_picture_ms",
     )
