@@ -52,11 +52,17 @@ MAX_THREADS = 64
 LANE_SPAN = 4096
 """Parents in one round of an update at most (bounds a round's buffer of children)."""
 MIN_SPLIT = 256
-"""Fewer visits than this in a step are run on one thread (a hand-off costs tens of
+"""An update with fewer parents left runs on one thread (a hand-off costs tens of
 microseconds, a parent a few)."""
 ROUNDS = 8
-"""Rounds a step on more than one thread is cut into (more overlap, more hand-offs)."""
+"""Rounds an update with no deadline on more than one thread is cut into, at least (more
+overlap, more hand-offs)."""
 MIN_ROUND = 32
+FIRST_ROUND = 256
+"""Parents in a timed update's first round, before its pace is known."""
+ROUND_SECONDS = 2e-3
+"""A timed update's round on one thread (half that pipelined): how far past its hard instant
+it may stop."""
 
 _POOL: tuple[int, ThreadPoolExecutor] | None = None
 _POOL_LOCK = threading.Lock()
@@ -240,6 +246,45 @@ class _Lane:
             return
 
 
+class _Pace:
+    """How big an update's next round is, and whether it stops (`_Expansion.run`): with no
+    deadline, rounds of `even` parents and no stop; with one, rounds of about `seconds` at
+    the pace measured between insertions on the deadline's own clock (FIRST_ROUND before
+    that, never more than half the time left), and a stop once the hard instant passed and
+    a child was found."""
+
+    def __init__(self, deadline: Deadline | None, exp: _Expansion, seconds: float,
+                 even: int) -> None:
+        self.deadline = deadline
+        self.exp = exp
+        self.seconds = seconds
+        self.even = even
+        self.per: float | None = None  # seconds a visit takes
+        self.mark = (deadline.now() if deadline is not None else 0.0, exp.visited)
+
+    def stopping(self) -> bool:
+        d = self.deadline
+        return d is not None and d.passed() and self.exp.state[S_ROWS] > 0
+
+    def size(self) -> int:
+        d = self.deadline
+        if d is None:
+            return self.even
+        if self.per is None:
+            return FIRST_ROUND
+        target = min(self.seconds, max(d.left(), 0.0) / 2)
+        return max(MIN_ROUND, min(LANE_SPAN, int(target / max(self.per, 1e-9))))
+
+    def measure(self) -> None:
+        """Take the pace of the visits inserted since the last call."""
+        if self.deadline is None:
+            return
+        now, visited = self.deadline.now(), self.exp.visited
+        if visited > self.mark[1]:
+            self.per = (now - self.mark[0]) / (visited - self.mark[1])
+            self.mark = (now, visited)
+
+
 class _Expansion:
     """One opponent-ply update of P in progress: the kernel's buffers and counters, resumable
     between deadlines (`run`), with the rows found so far available at any time (`rows`).
@@ -303,56 +348,47 @@ class _Expansion:
         return self.visited >= self.n
 
     def run(self, deadline: Deadline | None = None) -> bool:
-        """Expand more parents: all of them, or in chunks until `deadline`'s hard instant
-        (at least one chunk, and on until a child is found: P is never empty). Return
-        `done`."""
+        """Expand more parents, a round at a time: all of them, or until `deadline`'s hard
+        instant (at least one round, and on until a child is found: P is never empty).
+        Return `done`.
+
+        A round filters its parents (`_Lane.filter`), then inserts their children
+        (`_insert`). On more than one thread the rounds are pipelined: helper threads filter
+        the next rounds while this one inserts the last, in visit order, so the result is the
+        one-thread result. Under a deadline, rounds take about `ROUND_SECONDS` of the pace
+        measured on the deadline's clock (half that when pipelined, where two are in flight),
+        so the update stops within about that much of its hard instant."""
         t0 = time.perf_counter()
         self._own()
-        if deadline is None:
-            self._step(self.n)
+        ahead = self.threads - 1 if self.n - self.visited >= MIN_SPLIT else 0
+        even = max(MIN_ROUND, min(LANE_SPAN, -(-(self.n - self.visited) // ROUNDS)))
+        pace = _Pace(deadline, self, ROUND_SECONDS / (2 if ahead else 1),
+                     even if ahead else LANE_SPAN)
+        if ahead == 0:
+            lane = self._lane(0)
+            while not self.done and not pace.stopping():
+                lane.filter(self, self.visited, min(self.n, self.visited + pace.size()))
+                self._insert(lane)
+                pace.measure()
         else:
-            chunk = 256
-            while not self.done:
-                if deadline.passed() and self.state[S_ROWS] > 0:
-                    break
-                c0 = deadline.now()
-                before = self.visited
-                self._step(min(self.n, before + chunk))
-                per = (deadline.now() - c0) / max(self.visited - before, 1)
-                # chunks of about 2 ms, 4 ms when pipelined (and never past what is left)
-                left = max(deadline.left(), 0.0)
-                chunk = int(min(2e-3 * min(self.threads, 2), left / 2) / max(per, 1e-9))
-                chunk = max(32, min(chunk, 1 << 16))
+            self._pipeline(ahead, pace)
         self.seconds += time.perf_counter() - t0
         return self.done
 
-    def _step(self, end: int) -> None:
-        """Run the kernels over the visits up to `end`, in rounds of parents: filter a round
-        (`_Lane.filter`), then insert its children (`_insert`). On more than one thread the
-        rounds are pipelined: helper threads filter the next rounds while this one inserts
-        the last, in visit order, so the result is the one-thread result."""
-        start = self.visited
-        span = end - start
-        if self.threads == 1 or span < MIN_SPLIT:
-            while self.visited < end:
-                lane = self._lane(0)
-                lane.filter(self, self.visited, min(end, self.visited + LANE_SPAN))
-                self._insert(lane)
-            return
-        size = max(MIN_ROUND, min(LANE_SPAN, -(-span // ROUNDS)))
-        cuts = [*range(start, end, size), end]
-        ahead = self.threads - 1  # rounds being filtered while one is inserted
+    def _pipeline(self, ahead: int, pace: _Pace) -> None:
+        """`run` on 1 + `ahead` threads: up to `ahead` rounds filtered by helpers while this
+        thread inserts the round before them."""
         pending: deque[tuple[_Lane, Future[None]]] = deque()
         free = [self._lane(j) for j in range(ahead + 1)]
-        launched = 0
+        nxt = self.visited  # the first visit no round has taken yet
 
         def launch() -> None:
-            nonlocal launched
-            while len(pending) < ahead and launched < len(cuts) - 1:
+            nonlocal nxt
+            while len(pending) < ahead and nxt < self.n and not pace.stopping():
                 lane = free.pop()
-                pending.append((lane, _pool().submit(lane.filter, self, cuts[launched],
-                                                     cuts[launched + 1])))
-                launched += 1
+                end = min(self.n, nxt + pace.size())
+                pending.append((lane, _pool().submit(lane.filter, self, nxt, end)))
+                nxt = end
 
         try:
             launch()
@@ -361,6 +397,7 @@ class _Expansion:
                 job.result()
                 launch()  # the next rounds are filtered while this one is inserted
                 self._insert(lane)
+                pace.measure()
                 free.append(lane)
         finally:
             for _, job in pending:
