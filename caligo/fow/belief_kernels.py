@@ -63,7 +63,7 @@ S_DISTINCT = 2  # distinct matching children seen (stored or not)
 S_TESTED = 3  # candidate children tested
 S_ILLEGAL = 4  # parents where a given own move was not in the move list
 S_MATCHED = 5  # matching children before deduplication
-S_SCRATCH = 6  # written by `_flush` so its prefetching loads are not optimized away
+S_SCRATCH = 6  # written by `_insert_kernel` so its prefetching loads are not optimized away
 S_TABLE = 7  # fingerprints currently in the table
 S_WORDS = 8
 
@@ -140,8 +140,9 @@ def _insert(
     """Insert a matching child: count it if new, store it if fp[0] <= threshold.
 
     Only fingerprints with fp[0] <= count_threshold are kept (all of them until the table
-    reaches its limit; see `_expand`). table uint64 (T, 2): 128-bit fingerprints, (0, *) = empty
-    slot; T a power of two, load kept under 1/2 by the caller. out_rows uint64 (R, ROW_WORDS),
+    reaches its limit; see `caligo.fow.belief_update._Expansion`). table uint64 (T, 2):
+    128-bit fingerprints, (0, *) = empty slot; T a power of two, load kept under 1/2 by the
+    caller. out_rows uint64 (R, ROW_WORDS),
     out_hash uint64 (R,): the stored rows and their fp[0]; state int64 (S_WORDS,).
     """
     h = fp[0]
@@ -169,33 +170,8 @@ def _insert(
 
 
 BATCH = 64
-"""Matching children buffered before their hash-table probes (lets the probes' cache misses
-overlap: the first pass over a batch only loads each slot)."""
-
-
-@njit(cache=True, nogil=True)
-def _flush(
-    pend_rows: np.ndarray,
-    pend_fp: np.ndarray,
-    n_pend: int,
-    threshold: np.uint64,
-    count_threshold: np.uint64,
-    out_rows: np.ndarray,
-    out_hash: np.ndarray,
-    table: np.ndarray,
-    state: np.ndarray,
-) -> None:
-    """Insert n_pend buffered children (pend_rows uint64 (BATCH, ROW_WORDS), pend_fp uint64
-    (BATCH, 2)); other arrays as in `_insert`."""
-    mask = np.uint64(table.shape[0] - 1)
-    acc = U0
-    for j in range(n_pend):
-        acc ^= table[np.int64(pend_fp[j, 0] & mask), 0]
-    state[S_SCRATCH] = np.int64(acc & np.uint64(1))  # keeps the touching loads alive
-    for j in range(n_pend):
-        _insert(
-            pend_rows[j], pend_fp[j], threshold, count_threshold, out_rows, out_hash, table, state
-        )
+"""Children inserted a batch at a time (`_insert_kernel`: the first pass over a batch only
+loads each slot, so the probes' cache misses overlap)."""
 
 
 # Long by design: one numba pass that generates and filters children in place (resumable: it
@@ -333,17 +309,24 @@ def _insert_kernel(
     state: np.ndarray,
 ) -> int:
     """Insert the filtered children lo .. hi - 1 (`_filter_kernel`'s outputs) in order, a
-    batch at a time (`_flush`); other arrays as in `_insert`. Returns how far it got: hi, or
+    batch at a time; other arrays as in `_insert`. Returns how far it got: hi, or
     less when the rows or the table (kept under half full) lack room for another batch; grow
-    them (or trim, or bound the table) and call again from there."""
+    them (or trim, or bound the table) and call again from there. Each batch's table slots
+    are loaded before any is probed, so their cache misses overlap."""
     half_table = table.shape[0] >> 1
     cap_rows = out_rows.shape[0]
+    mask = np.uint64(table.shape[0] - 1)
     while lo < hi:
         if state[S_ROWS] + BATCH > cap_rows or state[S_TABLE] + BATCH > half_table:
             return lo
         m = min(BATCH, hi - lo)
-        _flush(pend_rows[lo:lo + m], pend_fp[lo:lo + m], m, threshold, count_threshold,
-               out_rows, out_hash, table, state)
+        acc = U0
+        for j in range(lo, lo + m):
+            acc ^= table[np.int64(pend_fp[j, 0] & mask), 0]
+        state[S_SCRATCH] = np.int64(acc & np.uint64(1))  # keeps the touching loads alive
+        for j in range(lo, lo + m):
+            _insert(pend_rows[j], pend_fp[j], threshold, count_threshold, out_rows, out_hash,
+                    table, state)
         lo += m
     return hi
 
