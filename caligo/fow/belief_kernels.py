@@ -52,7 +52,6 @@ _S32 = np.uint64(32)
 # status codes of `_filter_kernel`
 ST_DONE = 0
 ST_GROW_ROWS = 1
-ST_GROW_TABLE = 2
 ST_OVERFLOW = 3  # parent lstate[S_NEXT] has more than MAX_MOVES moves (built by hand)
 
 # state slots of an update (`_filter_kernel`'s per-range counters and `_insert_kernel`'s
@@ -309,17 +308,24 @@ def _insert_kernel(
     state: np.ndarray,
 ) -> int:
     """Insert the filtered children lo .. hi - 1 (`_filter_kernel`'s outputs) in order, a
-    batch at a time; other arrays as in `_insert`. Returns how far it got: hi, or
+    batch at a time; other arrays as in `_insert`, state[S_MATCHED] the children of the
+    rounds before (the caller adds this round's after). Returns how far it got: hi, or
     less when the rows or the table (kept under half full) lack room for another batch; grow
     them (or trim, or bound the table) and call again from there. Each batch's table slots
     are loaded before any is probed, so their cache misses overlap."""
     half_table = table.shape[0] >> 1
     cap_rows = out_rows.shape[0]
     mask = np.uint64(table.shape[0] - 1)
+    done = state[S_MATCHED]  # children of the update inserted before this round
     while lo < hi:
-        if state[S_ROWS] + BATCH > cap_rows or state[S_TABLE] + BATCH > half_table:
+        # batches are counted over the whole update, not the round, so the room checks (and
+        # the table's growth and bounding they call for) fall at the same children however
+        # the update is cut into rounds
+        at = (done + lo) % BATCH
+        if at == 0 and (state[S_ROWS] + BATCH > cap_rows
+                        or state[S_TABLE] + BATCH > half_table):
             return lo
-        m = min(BATCH, hi - lo)
+        m = min(BATCH - at, hi - lo)
         acc = U0
         for j in range(lo, lo + m):
             acc ^= table[np.int64(pend_fp[j, 0] & mask), 0]

@@ -1,7 +1,8 @@
 """The update of P (`caligo.fow.belief`) as it runs: its settings (`BeliefConfig`), what it
-reports (`UpdateStats`, `SizeKind`), its errors, and the driver of the expansion kernel
-(`_Expansion`: buffers that grow, a table that is bounded, a deadline checked between chunks of
-parents, a partial update finished later). `BeliefSet` in `caligo.fow.belief` is the API."""
+reports (`UpdateStats`, `SizeKind`), its errors, and the driver of the opponent-ply kernels
+(`_Expansion`: rounds of parents filtered, on helper threads when there are several, and
+inserted in visit order; buffers that grow, a table that is bounded, a deadline checked between
+rounds, a partial update finished later). `BeliefSet` in `caligo.fow.belief` is the API."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import os
 import threading
 import time
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -61,23 +64,47 @@ MIN_ROUND = 32
 FIRST_ROUND = 256
 """Parents in a timed update's first round, before its pace is known."""
 ROUND_SECONDS = 2e-3
-"""A timed update's round on one thread (half that pipelined): how far past its hard instant
-it may stop."""
+"""A timed update's round on one thread (divided among the rounds in flight when pipelined):
+about how far past its hard instant it may stop."""
 
-_POOL: tuple[int, ThreadPoolExecutor] | None = None
+_POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 
 
 def _pool() -> ThreadPoolExecutor:
     """The process's helper threads for updates on more than one thread (made at first use;
-    updates of several games share them). A forked child makes its own: the parent's threads
-    are not in it."""
+    updates of several games share them)."""
     global _POOL
     with _POOL_LOCK:
-        if _POOL is None or _POOL[0] != os.getpid():
-            _POOL = (os.getpid(), ThreadPoolExecutor(max_workers=MAX_THREADS,
-                                                     thread_name_prefix="caligo-belief"))
-        return _POOL[1]
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=MAX_THREADS,
+                                       thread_name_prefix="caligo-belief")
+        return _POOL
+
+
+def _forget_pool() -> None:
+    """In a forked child (a match runner's worker): the parent's helper threads are not
+    there, and its lock may have been held by one of them; start afresh."""
+    global _POOL, _POOL_LOCK
+    _POOL = None
+    _POOL_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+_LOCAL = threading.local()
+
+
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """Within the block, updates run by this thread use one thread whatever their config: an
+    agent's work on its opponent's time, while the opponent's search has the other cores."""
+    before = getattr(_LOCAL, "one", False)
+    _LOCAL.one = True
+    try:
+        yield
+    finally:
+        _LOCAL.one = before
 
 
 class SizeKind(Enum):
@@ -111,7 +138,7 @@ class BeliefConfig:
     count_factor: an update counts distinct children exactly up to count_factor * max_positions
         (16-byte fingerprints); past that it keeps counting a bottom-k sketch and reports an
         estimate. Peak update memory is about (208 + 64 * count_factor) bytes * max_positions
-        on top of P itself.
+        on top of P itself, and a round's children per thread (a few MB) while it runs.
     seed: seeds the per-update fingerprint salt, hence which positions a capped P keeps.
     threads: threads an opponent-ply update runs on: while one inserts a round of parents'
         children into the table, the others filter the next rounds' parents. The children
@@ -349,20 +376,22 @@ class _Expansion:
 
     def run(self, deadline: Deadline | None = None) -> bool:
         """Expand more parents, a round at a time: all of them, or until `deadline`'s hard
-        instant (at least one round, and on until a child is found: P is never empty).
-        Return `done`.
+        instant (at least one round, and on until a child is found: P is never empty), on
+        the config's threads (one inside `one_thread`). Return `done`.
 
         A round filters its parents (`_Lane.filter`), then inserts their children
         (`_insert`). On more than one thread the rounds are pipelined: helper threads filter
         the next rounds while this one inserts the last, in visit order, so the result is the
         one-thread result. Under a deadline, rounds take about `ROUND_SECONDS` of the pace
-        measured on the deadline's clock (half that when pipelined, where two are in flight),
-        so the update stops within about that much of its hard instant."""
+        measured on the deadline's clock, divided among the rounds in flight when pipelined,
+        so the update stops within about that much of its hard instant. A finished update
+        lets its rounds' buffers go."""
         t0 = time.perf_counter()
         self._own()
-        ahead = self.threads - 1 if self.n - self.visited >= MIN_SPLIT else 0
+        threads = 1 if getattr(_LOCAL, "one", False) else self.threads
+        ahead = threads - 1 if self.n - self.visited >= MIN_SPLIT else 0
         even = max(MIN_ROUND, min(LANE_SPAN, -(-(self.n - self.visited) // ROUNDS)))
-        pace = _Pace(deadline, self, ROUND_SECONDS / (2 if ahead else 1),
+        pace = _Pace(deadline, self, ROUND_SECONDS / (ahead + 1),
                      even if ahead else LANE_SPAN)
         if ahead == 0:
             lane = self._lane(0)
@@ -372,6 +401,8 @@ class _Expansion:
                 pace.measure()
         else:
             self._pipeline(ahead, pace)
+        if self.done:
+            self._lanes = []
         self.seconds += time.perf_counter() - t0
         return self.done
 
@@ -399,9 +430,10 @@ class _Expansion:
                 self._insert(lane)
                 pace.measure()
                 free.append(lane)
-        finally:
+        finally:  # on an error: no helper may still write into a lane
             for _, job in pending:
-                job.result()
+                job.cancel()
+            wait([job for _, job in pending])
 
     def _lane(self, j: int) -> _Lane:
         while len(self._lanes) <= j:

@@ -140,13 +140,13 @@ class _WorkClock:
         return 0.0 if self.exp is None else self.exp.visited * self.per
 
 
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("threads", [1, 2, 4])
 def test_a_million_position_update_stops_within_one_round_of_its_share(
         monkeypatch: pytest.MonkeyPatch, threads: int) -> None:
     """A 1,000,000-position P (the first million of a real 1.6M-position P) given 50 ms, on a
     clock where a parent costs 1 us: the update sizes its rounds to about 2 ms of the pace it
     measures, so it stops after 50,000 parents plus at most one 2 ms round (2,000 parents),
-    whatever the machine. On two threads a round is 1 ms and two can be in flight when the
+    whatever the machine. On N threads a round is 2/N ms and N can be in flight when the
     deadline passes: the same bound. (That a cut-short update completes to the one-go
     update is tested above, on a smaller P.) How long the real update and its buffer growth
     take in real time is a benchmark's figure (`caligo bench timing`: `belief_1m_ms`;

@@ -19,7 +19,7 @@ import pytest
 
 import caligo.fow.belief_update as update
 from caligo.fow.belief import BeliefConfig, BeliefSet
-from caligo.fow.belief_update import _Lane
+from caligo.fow.belief_update import _Lane, one_thread
 from caligo.limits import Deadline
 from tests.clocks import Ticker
 from tests.fow.test_belief_deadline import _random_game_belief
@@ -51,22 +51,29 @@ def small_rounds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return seen
 
 
+@pytest.mark.parametrize("spread", [False, True])
 @pytest.mark.parametrize("cap, count_factor", [(3_000_000, 4), (20_000, 2), (500, 2)])
-def test_threads_give_the_one_thread_update(small_rounds: list[int], cap: int,
-                                            count_factor: int) -> None:
+def test_threads_give_the_one_thread_update(small_rounds: list[int],
+                                            monkeypatch: pytest.MonkeyPatch, cap: int,
+                                            count_factor: int, spread: bool) -> None:
     # 21,442 parents, 144,971 distinct children: exact at the first cap; at 20,000 the rows
-    # are trimmed and the table bounded mid-update; at 500 many times over
+    # are trimmed and the table bounded mid-update; at 500 many times over. The reference
+    # runs in the module's own rounds (4,096 parents), the threads in rounds of 300 at most:
+    # where the rounds fall must change nothing either (not even when the table is bounded)
     parents, obs = _random_game_belief(58)
     target = obs.to_array()
-    one = _run(parents, target, BeliefConfig(max_positions=cap, count_factor=count_factor))
-    assert len(small_rounds) > 21_442 // 300  # many rounds
+    with monkeypatch.context() as m:
+        m.setattr(update, "LANE_SPAN", 4096)
+        one = _run(parents, target, BeliefConfig(max_positions=cap, count_factor=count_factor),
+                   spread)
     assert set(small_rounds) == {threading.get_ident()}
-    for threads in (2, 3):
+    for threads in (1, 2, 3):
         small_rounds.clear()
         many = _run(parents, target, BeliefConfig(max_positions=cap, count_factor=count_factor,
-                                                  threads=threads))
-        # the filtering ran on helpers, while this thread inserted
-        assert threading.get_ident() not in small_rounds
+                                                  threads=threads), spread)
+        assert len(small_rounds) > 21_442 // 300  # many rounds
+        # on more than one thread the filtering ran on helpers, while this thread inserted
+        assert (threading.get_ident() in small_rounds) is (threads == 1)
         assert np.array_equal(many[0], one[0])
         assert many[1] == one[1]
     if cap > 144_971:
@@ -93,16 +100,43 @@ def test_a_cut_short_threaded_update_completes_to_the_one_go_update(
     assert done.size_seen == full.size_seen
 
 
-def test_a_hand_built_parent_is_reported_by_any_thread(small_rounds: list[int],
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """A parent with more moves than the buffer, wherever its range falls, stops the update
-    with TooManyMovesError naming it (the children before it are kept, none after)."""
+def test_a_parent_with_too_many_moves_is_reported_by_any_thread(
+        small_rounds: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A parent with more moves than the buffer stops the update with TooManyMovesError naming
+    it, on any number of threads: the first such parent in visit order, here in a late round
+    (the move cap is set just under the largest move count of P; rounds of 300)."""
     from caligo.fow.errors import TooManyMovesError
+    from caligo.fow.movegen import legal_moves
 
     parents, obs = _random_game_belief(58)
-    monkeypatch.setattr(update, "MAX_MOVES", 12)
-    with pytest.raises(TooManyMovesError, match="more than MAX_MOVES = 12"):
-        _run(parents, obs.to_array(), BeliefConfig(threads=2))
+    counts = [len(legal_moves(p)) for p in parents.positions()]
+    cap = max(counts) - 1
+    monkeypatch.setattr(update, "MAX_MOVES", cap)
+    messages = []
+    for threads in (1, 2):
+        exp = update._Expansion(parents.rows, int(parents.player), obs.to_array(),
+                                parents._clocks(), BeliefConfig(threads=threads),
+                                np.random.default_rng(7), spread=False)
+        with pytest.raises(TooManyMovesError, match=f"more than MAX_MOVES = {cap}") as err:
+            exp.run(None)
+        messages.append(str(err.value))
+        # the update stopped at that parent (natural order: visit i is row i), past round 1
+        assert counts[exp.visited] > cap and exp.visited > 300
+    assert messages[0] == messages[1]
+
+
+def test_updates_inside_one_thread_use_one_thread(small_rounds: list[int]) -> None:
+    """`one_thread` (an agent's work on its opponent's time) runs a two-thread set's update on
+    the calling thread alone; the same update, the same P."""
+    parents, obs = _random_game_belief(58)
+    threaded = dataclasses.replace(parents, config=BeliefConfig(threads=2))
+    with one_thread():
+        inside = threaded.update_opponent_move(obs)
+    assert set(small_rounds) == {threading.get_ident()}
+    small_rounds.clear()
+    outside = threaded.update_opponent_move(obs)
+    assert threading.get_ident() not in small_rounds
+    assert np.array_equal(inside.rows, outside.rows)
 
 
 @pytest.mark.parametrize("threads", [0, 65, 1.5, "2"])
