@@ -23,7 +23,7 @@ import numpy as np
 from caligo.agents.fow_kernels import _positions_zobrist_kernel
 from caligo.agents.fow_search import I64, FowSearchError, FowSearchGame
 from caligo.fow.belief import BeliefConfig, BeliefSet, SizeKind
-from caligo.fow.belief_update import EmptyUpdateError, Scratch
+from caligo.fow.belief_update import EmptyUpdateError, Scratch, one_thread
 from caligo.fow.errors import FowError
 from caligo.fow.expand import observation_key
 from caligo.fow.last_seen import LastSeen
@@ -195,16 +195,17 @@ class FowBelief:
                 self._queued = o  # the next move's settle resumes the replay
             return
         if own_action is not None:
-            self.settle()
-            self._since.append((int(own_action), o))
-            self._scratch = None  # sized for the set before
-            try:
-                if self._set.partial:
-                    self._set = self._set.complete()
-                self._set = self._set.update_own_move(int(own_action), o)
-            except FowError as exc:
-                self._repair(exc)  # begun only: the next settle runs it, within its move
-            self._checkpoint()
+            with one_thread():  # after our move: the opponent's time
+                self.settle()
+                self._since.append((int(own_action), o))
+                self._scratch = None  # sized for the set before
+                try:
+                    if self._set.partial:
+                        self._set = self._set.complete()
+                    self._set = self._set.update_own_move(int(own_action), o)
+                except FowError as exc:
+                    self._repair(exc)  # begun only: the next settle runs it, within its move
+                self._checkpoint()
         else:
             self.settle()  # a second opponent ply in a row (never in FoW chess): apply the first
             self._since.append((None, o))
@@ -251,8 +252,13 @@ class FowBelief:
 
     def finish(self, deadline: Deadline | None = None) -> bool:
         """After our move (on the opponent's time): complete a partial update (until
-        `deadline`); past it, give the rest up (P becomes a reported subsample). Return True
-        when P was completed (or was not partial)."""
+        `deadline`), on one thread whatever P's config says (`one_thread`: the opponent's
+        search has the other cores); past it, give the rest up (P becomes a reported
+        subsample). Return True when P was completed (or was not partial)."""
+        with one_thread():
+            return self._finish(deadline)
+
+    def _finish(self, deadline: Deadline | None) -> bool:
         self.settle()
         if self.lost or not self._set.partial:
             return True

@@ -161,9 +161,10 @@ class ObscuroConfig:
     at least one per expander); the search's expanders use theirs, and the agent's own calls
     outside the search (the subgame's roots and their expansion, while the solver's core is
     idle) are spread over all of them. max_nodes: the arena's capacity. belief_cap: P's memory cap
-    in positions. belief_threads: threads of P's opponent-ply update (None: the search's own
-    count, a solver and `expanders`; the update runs before the search, while those cores
-    would idle; its result is the same on any number). redraw: how a P that lost the truth
+    in positions. belief_threads: threads of P's opponent-ply update in a move (None: the
+    search's own count, a solver and `expanders`; the update runs before the search, while
+    those cores would idle; its result is the same on any number). On the opponent's time a
+    cut update is finished on one thread. redraw: how a P that lost the truth
     is drawn afresh (`Redraw`). sample:
     which positions of P the subgame's sampled roots are (`Sample`). seed: mixed
     into every game's seed.
@@ -238,7 +239,9 @@ class ObscuroConfig:
     @property
     def update_threads(self) -> int:
         """The threads of P's opponent-ply update (`belief_threads`, else the search's)."""
-        return self.belief_threads if self.belief_threads is not None else 1 + self.expanders
+        if self.belief_threads is not None:
+            return self.belief_threads
+        return min(MAX_THREADS, 1 + self.expanders)
 
     @property
     def slots(self) -> int:

@@ -536,6 +536,45 @@ def test_a_second_repair_from_the_same_base_tries_salts_not_tried_yet(
     pytest.fail("no game of 80 repaired a 2-position P twice from one base")
 
 
+def test_a_cut_update_is_finished_on_one_thread_on_the_opponent_s_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """P's update in a move runs on P's threads (two here); the rest of a cut update, finished
+    after our move while the opponent thinks (`finish`), and our own move's update take one
+    core, whatever the config says: the opponent's search has the other."""
+    import threading
+
+    import caligo.fow.belief_update as update
+
+    monkeypatch.setattr(update, "MIN_SPLIT", 1)  # any update would split
+    on: list[bool] = []  # per round: filtered on the calling thread?
+    filter_ = update._Lane.filter
+    me = threading.get_ident()
+
+    def recording(self: update._Lane, exp: update._Expansion, start: int, end: int) -> None:
+        on.append(threading.get_ident() == me)
+        filter_(self, exp, start, end)
+
+    monkeypatch.setattr(update._Lane, "filter", recording)
+    plies = _random_game(3)
+    bel = FowBelief(FowSearchGame(), 1, BeliefConfig(threads=2))
+    _feed(bel, plies[:12])
+    assert on and not all(on)  # the moves' updates used the helper
+    bel.update(*plies[12])
+    on.clear()
+    bel.settle(Deadline(0.5, 0.5, Ticker(step=1.0)))  # in our move: cut after a round or two
+    assert bel.set.partial and on and not any(on)
+    on.clear()
+    assert bel.finish()  # the opponent's time
+    assert not bel.set.partial and on and all(on)
+    bel.update(*plies[13])
+    bel.update(*plies[14])
+    bel.settle(Deadline(0.5, 0.5, Ticker(step=1.0)))
+    assert bel.set.partial
+    on.clear()
+    bel.update(*plies[15])  # our own move's update finishes the cut one: the opponent's time
+    assert not bel.set.partial and on and all(on)
+
+
 def test_a_redraw_with_last_seen_puts_pieces_where_they_were_last_seen() -> None:
     """The redraw of the test above, with and without `last_seen`: Black has not seen
     White's king since the start, so with the prior about STAY's chance of the redrawn
