@@ -1,5 +1,5 @@
 """P's update with a deadline: a cut-short update keeps the truth (it completes to exactly the
-one-go update), says when it gave part of P up, and stops within one chunk of its deadline on a
+one-go update), says when it gave part of P up, and stops within one round of its deadline on a
 1M-position P.
 
 Expected values: the one-go update (`BeliefSet.update_opponent_move` without a deadline, the
@@ -51,13 +51,13 @@ def _random_game_belief(plies: int) -> tuple[BeliefSet, Observation]:
 def test_a_cut_short_update_completes_to_the_one_go_update() -> None:
     parents, obs = _random_game_belief(58)  # 21,442 parents, 144,971 children
     full = parents.update_opponent_move(obs)
-    tick = Ticker(step=1.0)  # every reading passes the deadline: one chunk, then stop
+    tick = Ticker(step=1.0)  # every reading passes the deadline: one round, then stop
     part = parents.update_opponent_move(obs, Deadline(0.5, 0.5, tick))
     assert part.partial and not part.exact and part.size_kind is SizeKind.ESTIMATE
     assert 0 < len(part) < len(full)
     assert _rows(part) <= _rows(full)  # only true children, none invented
     assert part.ply == full.ply
-    more = part.complete(Deadline(0.5, 0.5, tick))  # another chunk, still partial
+    more = part.complete(Deadline(0.5, 0.5, tick))  # another round, still partial
     assert more.partial and len(part) <= len(more) < len(full)
     done = more.complete()
     assert not done.partial and done.exact and done.size_kind is SizeKind.EXACT
