@@ -120,9 +120,8 @@ class FowBelief:
         self._seen = LastSeen(self.player, self._set.positions(np.arange(1))[0])
         self.cut = 0  # partial updates given up (P became a reported subsample)
         # the last exact P, the observations since and the replay salts tried from it (repair)
-        self._base = self._set
         self._since: list[tuple[int | None, Observation]] = []
-        self._salt = 0
+        self._rebase()
         self.repairs = 0
         self.redraws = 0  # Ps drawn afresh after every replay failed (`_redraw`)
         self.top_ups = 0  # redrawn Ps topped up with fresh draws (`_top_up`)

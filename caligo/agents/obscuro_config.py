@@ -164,9 +164,9 @@ class ObscuroConfig:
     in positions. belief_threads: threads of P's opponent-ply update in a move (None: the
     search's own count, a solver and `expanders`; the update runs before the search, while
     those cores would idle; its result is the same on any number). On the opponent's time a
-    cut update is finished on one thread. redraw: how a P that lost the truth
-    is drawn afresh (`Redraw`). sample:
-    which positions of P the subgame's sampled roots are (`Sample`). seed: mixed
+    cut update is finished on one thread. redraw: how a P that lost the truth is drawn
+    afresh (`Redraw`). sample: which positions of P the subgame's sampled roots are
+    (`Sample`). seed: mixed
     into every game's seed.
     stockfish: the StockfishPool settings (path, own-call cap, ...). time: the timing policy
     (`caligo.agents.timing`).

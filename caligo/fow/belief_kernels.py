@@ -141,8 +141,8 @@ def _insert(
     Only fingerprints with fp[0] <= count_threshold are kept (all of them until the table
     reaches its limit; see `caligo.fow.belief_update._Expansion`). table uint64 (T, 2):
     128-bit fingerprints, (0, *) = empty slot; T a power of two, load kept under 1/2 by the
-    caller. out_rows uint64 (R, ROW_WORDS),
-    out_hash uint64 (R,): the stored rows and their fp[0]; state int64 (S_WORDS,).
+    caller. out_rows uint64 (R, ROW_WORDS), out_hash uint64 (R,): the stored rows and their
+    fp[0]; state int64 (S_WORDS,).
     """
     h = fp[0]
     if h > count_threshold:

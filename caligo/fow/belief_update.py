@@ -32,6 +32,7 @@ from caligo.fow.belief_kernels import (
     S_TESTED,
     S_WORDS,
     ST_DONE,
+    ST_GROW_ROWS,
     ST_OVERFLOW,
     _dedupe_kernel,
     _filter_kernel,
@@ -265,7 +266,7 @@ class _Lane:
             self.status = _filter_kernel(
                 exp.src, end, exp.n, exp.mul, exp.add, exp.player, exp.target, exp.clocks,
                 exp.salt, self.rows, self.fps, ls, MAX_MOVES)
-            if self.status != ST_DONE and self.status != ST_OVERFLOW:
+            if self.status == ST_GROW_ROWS:  # another parent's moves might not fit
                 n = int(ls[S_ROWS])
                 self.rows = np.concatenate([self.rows[:n], np.empty_like(self.rows)])
                 self.fps = np.concatenate([self.fps[:n], np.empty_like(self.fps)])
