@@ -41,6 +41,17 @@ class ObscuroConfigError(CaligoError, ValueError):
     """A malformed Obscuro option or configuration field; the message quotes it."""
 
 
+def _belief_share(share: float) -> TimingPolicy:
+    """Obscuro's timing policy with P's update given `share` of a timed move's plan (the
+    `bshare` option); ObscuroConfigError unless the update and the construction leave the
+    search a share."""
+    top = 1.0 - OBSCURO.construct_share
+    if not 0.0 < share < top:
+        raise ObscuroConfigError(f"bshare must be in (0, {top:g}) (the construction takes "
+                                 f"{OBSCURO.construct_share:g} of the plan): {share!r}")
+    return replace(OBSCURO, belief_share=share)
+
+
 class Ablation(Enum):
     """Obscuro, section 4.1: the agent with one technique turned off (or all four)."""
 
@@ -137,6 +148,7 @@ OPTIONS_HELP = (
     "prior=T (the temperature of a PUCT prior from the evaluator's values; default none), "
     "expanders=N, engines=N (Stockfish processes), nodes=N (arena capacity), belief=N (P cap), "
     "bthreads=N (threads of P's update; default: the search's, 1 + expanders), "
+    "bshare=F (the share of a timed move's plan P's update may take, in (0, 1); default 0.4), "
     "redraw=uniform|last_seen (how a P that lost the truth is drawn afresh and kept up), "
     "sample=uniform|last_seen (which positions of P the subgame's sampled roots are), seed=N, "
     "stockfish=PATH"
@@ -293,9 +305,8 @@ class ObscuroConfig:
         OptionError or ObscuroConfigError quoting them."""
         opts = OptionReader("obscuro", options, (
             "budget", "eval", "ablation", "subgame", "preset", "carry", "expand", "roots",
-            "rootshare", "prior", "expanders", "engines", "nodes", "belief", "bthreads", "redraw",
-            "sample",
-            "seed", "stockfish"))
+            "rootshare", "prior", "expanders", "engines", "nodes", "belief", "bthreads", "bshare",
+            "redraw", "sample", "seed", "stockfish"))
         kw: dict[str, Any] = {}
         if "budget" in opts:
             kw["budget"] = parse_budget(opts.text("budget"))
@@ -312,6 +323,8 @@ class ObscuroConfig:
             kw["root_share"] = opts.number("rootshare")
         if "prior" in opts:
             kw["puct_prior"] = opts.number("prior")
+        if "bshare" in opts:
+            kw["time"] = _belief_share(opts.number("bshare"))
         for key, name in (("roots", "min_roots"), ("expanders", "expanders"),
                           ("engines", "engines"), ("nodes", "max_nodes"),
                           ("belief", "belief_cap"), ("bthreads", "belief_threads"),

@@ -162,6 +162,25 @@ def test_stages_share_the_move_from_its_start() -> None:
     assert (c.soft, c.hard) == pytest.approx((100.585, 100.637))
 
 
+def test_the_bshare_option_moves_the_belief_stage() -> None:
+    """`obscuro:bshare=F` gives P's update F of the plan (the construction keeps its 25%);
+    the shares are fractions of the way to each instant, as above."""
+    from caligo.agents.obscuro_config import ObscuroConfig, ObscuroConfigError
+
+    fake = Fake()
+    timer = MoveTimer(ObscuroConfig.from_options({"bshare": "0.2"}).time, now=fake)
+    timer.start()
+    plan = timer.plan(Clock(TcKind.MOVETIME, movetime_ms=1000))
+    b, c = plan.belief_deadline, plan.construct_deadline
+    assert b is not None and c is not None
+    assert (b.soft, b.hard) == pytest.approx((100.18, 100.196))  # 20%
+    assert (c.soft, c.hard) == pytest.approx((100.405, 100.441))  # 45%
+    assert ObscuroConfig().time == OBSCURO and OBSCURO.belief_share == 0.4
+    for bad in ("0", "0.75", "-1"):
+        with pytest.raises(ObscuroConfigError, match=r"bshare must be in \(0, 0.75\)"):
+            ObscuroConfig.from_options({"bshare": bad})
+
+
 def test_the_timer_learns_its_overhead() -> None:
     fake = Fake()
     timer = MoveTimer(OBSCURO, now=fake)
