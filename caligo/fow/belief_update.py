@@ -385,7 +385,8 @@ class _Expansion:
         the next rounds while this one inserts the last, in visit order, so the result is the
         one-thread result. Under a deadline, rounds take about `ROUND_SECONDS` of the pace
         measured on the deadline's clock, divided among the rounds in flight when pipelined,
-        so the update stops within about that much of its hard instant. A finished update
+        so the update stops within about that much of its hard instant (rounds still being
+        filtered then are dropped, to be filtered again if it goes on). A finished update
         lets its rounds' buffers go."""
         t0 = time.perf_counter()
         self._own()
@@ -424,14 +425,14 @@ class _Expansion:
 
         try:
             launch()
-            while pending:
+            while pending and not pace.stopping():  # a round filtered for nothing is dropped
                 lane, job = pending.popleft()
                 job.result()
                 launch()  # the next rounds are filtered while this one is inserted
                 self._insert(lane)
                 pace.measure()
                 free.append(lane)
-        finally:  # on an error: no helper may still write into a lane
+        finally:  # at a stop or an error: no helper may still write into a lane
             for _, job in pending:
                 job.cancel()
             wait([job for _, job in pending])
