@@ -36,6 +36,11 @@ from caligo.search.config import (
     SubgameKind,
 )
 
+MAX_SF_DEPTH = 4
+"""The deepest `sfdepth`: a MultiPV call over every move costs about 1.8x per step of depth
+(depth 2 against 1 on random middlegames), and one call must stay within
+`StockfishConfig.call_timeout_s`."""
+
 
 class ObscuroConfigError(CaligoError, ValueError):
     """A malformed Obscuro option or configuration field; the message quotes it."""
@@ -149,6 +154,7 @@ OPTIONS_HELP = (
     "expanders=N, engines=N (Stockfish processes), nodes=N (arena capacity), belief=N (P cap), "
     "bthreads=N (threads of P's update; default: the search's, 1 + expanders), "
     "bshare=F (the share of a timed move's plan P's update may take, in (0, 1); default 0.4), "
+    "sfdepth=N (the depth of Stockfish's MultiPV call on a leaf, 1 to 4; default 1, Obscuro's), "
     "redraw=uniform|last_seen (how a P that lost the truth is drawn afresh and kept up), "
     "sample=uniform|last_seen (which positions of P the subgame's sampled roots are), seed=N, "
     "stockfish=PATH"
@@ -306,7 +312,7 @@ class ObscuroConfig:
         opts = OptionReader("obscuro", options, (
             "budget", "eval", "ablation", "subgame", "preset", "carry", "expand", "roots",
             "rootshare", "prior", "expanders", "engines", "nodes", "belief", "bthreads", "bshare",
-            "redraw", "sample", "seed", "stockfish"))
+            "sfdepth", "redraw", "sample", "seed", "stockfish"))
         kw: dict[str, Any] = {}
         if "budget" in opts:
             kw["budget"] = parse_budget(opts.text("budget"))
@@ -333,6 +339,11 @@ class ObscuroConfig:
                 kw[name] = opts.integer(key)
         if "stockfish" in opts:
             kw["stockfish"] = StockfishConfig(path=opts.text("stockfish"), own_call_cap=8)
+        if "sfdepth" in opts:
+            depth = opts.integer("sfdepth")
+            if not 1 <= depth <= MAX_SF_DEPTH:
+                raise ObscuroConfigError(f"sfdepth must be in [1, {MAX_SF_DEPTH}]: {depth}")
+            kw["stockfish"] = replace(kw.get("stockfish", cls().stockfish), depth=depth)
         config = cls(**kw)
         if config.evaluator is EvalChoice.STOCKFISH and not stockfish_available(
             config.stockfish.path

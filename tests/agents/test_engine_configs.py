@@ -100,6 +100,10 @@ def test_obscuro_options_fill_the_fields_they_name() -> None:
     # P's update runs on the search's threads (a solver and the expanders) unless told
     assert ObscuroConfig().update_threads == 2 and ObscuroConfig(expanders=4).update_threads == 5
     assert ObscuroConfig.from_options({"bthreads": "1"}).update_threads == 1
+    # sfdepth=N: the depth of Stockfish's call on a leaf (Obscuro's 1 by default)
+    deep = ObscuroConfig.from_options({"stockfish": "/nowhere/sf", "sfdepth": "2"}).stockfish
+    assert (deep.depth, deep.path, deep.own_call_cap) == (2, "/nowhere/sf", 8)
+    assert ObscuroConfig().stockfish.depth == 1
     assert ObscuroConfig.from_options({"preset": "obscuro_fix"}).preset is Preset.OBSCURO_FIX
     for carry in CarryOver:  # carry=: the search's carry-over, Obscuro's by default
         got = ObscuroConfig.from_options({"carry": carry.value, "preset": "safe"})

@@ -383,6 +383,8 @@ def test_options_and_their_errors() -> None:
         ("obscuro:prior=inf", "prior must be a finite number"),
         ("obscuro:redraw=smart", "invalid redraw 'smart'"),
         ("obscuro:sample=best", "invalid sample 'best'"),
+        ("obscuro:sfdepth=5", r"sfdepth must be in \[1, 4\]: 5"),
+        ("obscuro:sfdepth=two", "sfdepth must be an integer"),
     ):
         with pytest.raises(AgentSpecError, match=match):
             create(spec)

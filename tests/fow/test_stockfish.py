@@ -191,10 +191,13 @@ def test_never_sends_a_position_stockfish_cannot_take(sent: list[bytes]) -> None
 
 
 @needs_stockfish
-def test_scores_match_a_python_chess_session(sent: list[bytes]) -> None:
+@pytest.mark.parametrize("depth", [1, 2])
+def test_scores_match_a_python_chess_session(sent: list[bytes], depth: int) -> None:
+    """At Obscuro's depth 1 and at depth 2 (`obscuro:sfdepth=2`): every child's value is the
+    one python-chess's session reads at that depth."""
     buf = ExpandBuffers.allocate()
     leaves = []
-    with StockfishPool() as pool:
+    with StockfishPool(StockfishConfig(depth=depth)) as pool:
         for pos in random_positions(25 if SHORT else 100, seed=41):
             children, moves = _leaf(pos, buf)
             leaves.append((pos, children.copy(), moves.copy(), pool.children(pos, children, moves)))
@@ -205,13 +208,16 @@ def test_scores_match_a_python_chess_session(sent: list[bytes]) -> None:
         assert pool.stats().own_calls >= 1
     fens = _fens(sent)
     assert len(fens) == len(set(fens))  # every position asked once (the cache)
+    goes = re.findall(rb"go depth (\d+)", b"".join(sent))
+    assert len(goes) == len(fens) and set(goes) == {str(depth).encode()}
     # replay the exact sequence in python-chess's own UCI session
     reference: dict[str, dict[str, float]] = {}
     assert STOCKFISH is not None
     with chess.engine.SimpleEngine.popen_uci(STOCKFISH) as engine:
         engine.configure({"Hash": 1, "Threads": 1})
         for fen in fens:
-            infos = engine.analyse(chess.Board(fen), chess.engine.Limit(depth=1), multipv=256)
+            infos = engine.analyse(chess.Board(fen), chess.engine.Limit(depth=depth),
+                                   multipv=256)
             reference[fen] = {
                 info["pv"][0].uci(): _pychess_value(info["score"].relative)
                 for info in infos
