@@ -37,8 +37,8 @@ from caligo.search.config import (
 )
 
 MAX_SF_DEPTH = 4
-"""The deepest `sfdepth`: a MultiPV call over every move costs about 1.8x per step of depth
-(depth 2 against 1 on random middlegames), and one call must stay within
+"""The deepest `sfdepth`: a MultiPV call over every move costs about 1.8 times depth 1's at
+depth 2 and 2.4 to 2.9 times at depth 3 (random middlegames), and one call must stay within
 `StockfishConfig.call_timeout_s`."""
 
 
@@ -153,7 +153,8 @@ OPTIONS_HELP = (
     "prior=T (the temperature of a PUCT prior from the evaluator's values; default none), "
     "expanders=N, engines=N (Stockfish processes), nodes=N (arena capacity), belief=N (P cap), "
     "bthreads=N (threads of P's update; default: the search's, 1 + expanders), "
-    "bshare=F (the share of a timed move's plan P's update may take, in (0, 1); default 0.4), "
+    "bshare=F (the share of a timed move's plan P's update may take, in (0, 0.75); default "
+    "0.4), "
     "sfdepth=N (the depth of Stockfish's MultiPV call on a leaf, 1 to 4; default 1, Obscuro's), "
     "redraw=uniform|last_seen (how a P that lost the truth is drawn afresh and kept up), "
     "sample=uniform|last_seen (which positions of P the subgame's sampled roots are), seed=N, "

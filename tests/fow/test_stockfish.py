@@ -1,11 +1,12 @@
 """StockfishPool against a direct python-chess UCI session, on Debian's real Stockfish 15.1.
 
 Expected values: (a) python-chess's `chess.engine` driving its own Stockfish process with the
-same options (Hash 1, Threads 1, MultiPV 256, depth 1), fed the exact sequence of positions our
-pool sent (Stockfish's depth-1 scores depend on its hash and history, so both sessions must see
-the same sequence from a fresh start); (b) python-chess's board for which positions Stockfish
-can take (both kings present, the side not to move not attacked); (c) the mate mapping as
-stated in caligo/fow/stockfish.py, checked by hand numbers and on a back-rank mate.
+same options (Hash 1, Threads 1, MultiPV 256, depth 1, and depth 2 for `obscuro:sfdepth=2`), fed
+the exact sequence of positions our pool sent (Stockfish's depth-1 scores depend on its hash and
+history, so both sessions must see the same sequence from a fresh start); (b) python-chess's
+board for which positions Stockfish can take (both kings present, the side not to move not
+attacked); (c) the mate mapping as stated in caligo/fow/stockfish.py, checked by hand numbers
+and on a back-rank mate.
 """
 
 from __future__ import annotations
