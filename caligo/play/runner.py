@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import IO, Any
 
+from caligo.agents.registry import AgentSpecError
 from caligo.play.backends import make_backend
 from caligo.play.continuation import Prior, recorded_crossing
 from caligo.play.errors import MatchConfigError, PlayError
@@ -193,6 +194,8 @@ def run_match(
             while queue and backend.pending() < window:
                 backend.submit(config.pair(queue.pop(), outputs))
             spec, outcome = backend.next_result()
+            if isinstance(outcome, AgentSpecError):  # the spec cannot build: no replay helps
+                raise PlayError(f"pair {spec.index + 1} cannot start: {outcome}") from outcome
             if isinstance(outcome, BaseException):
                 attempts[spec.index] = attempts.get(spec.index, 0) + 1
                 if attempts[spec.index] > 2:

@@ -177,6 +177,17 @@ def test_a_pair_that_keeps_failing_stops_the_match(tmp_path: Path) -> None:
         run_match(MatchConfig(engines, 2))
 
 
+def test_a_spec_that_cannot_build_stops_the_match_at_once(tmp_path: Path) -> None:
+    """An engine whose options its agent refuses fails the first pair with the agent's own
+    message, not after the three tries a crashed pair gets: playing it again cannot help."""
+    engines = engine_configs(["random", "random:policy=7"], [])
+    db = tmp_path / "m.db"
+    with pytest.raises(PlayError, match=r"pair \d cannot start: invalid options in "
+                       r"'random:policy=7': random: policy must be 0 or 1, got '7'"):
+        run_match(MatchConfig(engines, 3), Outputs(db=db))
+    assert GameStore(db).games() == []
+
+
 @pytest.mark.slow
 def test_thousand_random_games(capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 8: 1,000 games RandomAgent vs RandomAgent, no crash, results and White's share."""
