@@ -223,8 +223,8 @@ register(
     "caligo.agents.zs21.agent:ZS21Agent.from_options",
     strength=50,
     description="ZS21 (Zhang & Sandholm 2021, appendix D): nested 1-KLSS with exact LP solves "
-    "(options: budget=mt=1|iters=N, evaluator=auto|stockfish|simple, seed=N, particles=L, "
-    "penalty=text|algorithm|off, max_nodes=N, max_positions=N)",
+    "(options: budget=mt=1|iters=N, eval=auto|stockfish|simple, seed=N, particles=L, "
+    "penalty=text|algorithm|off, nodes=N, belief=N, stockfish=PATH; docs/engine.md)",
 )
 
 
@@ -244,11 +244,13 @@ register(
     strength=100,
     description="Obscuro search (Zhang & Sandholm 2025): KLUSS + one-sided GT-CFR + PCFR+, "
     "Stockfish leaves "
-    "when found (options: budget=auto|iters=N|mt=S, eval=auto|stockfish|simple, "
+    "when found (options: budget=auto|iters=N|mt=S, eval=auto|stockfish|simple|simple-see, "
     "ablation=none|no_purify|klss|two_sided|uniform_prior|all_off|simple_eval, "
     "subgame=kluss|klss|common_knowledge, preset=obscuro|safe|obscuro_fix, "
-    "carry=profile_only|profile_and_regrets, expand=R, "
-    "roots=N, expanders=N, nodes=N, belief=N, seed=N, stockfish=PATH)",
+    "carry=profile_only|profile_and_regrets, expand=R, roots=N, rootshare=F, prior=T, "
+    "expanders=N, engines=N, nodes=N, belief=N, bthreads=N, bshare=F, sfdepth=N, "
+    "redraw=uniform|last_seen, sample=uniform|last_seen, seed=N, stockfish=PATH; "
+    "docs/engine.md)",
 )
 register(
     "stockfish-pi",

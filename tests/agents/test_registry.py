@@ -39,6 +39,24 @@ def test_create_and_option_errors() -> None:
         create("random:seed=x")
 
 
+def test_each_description_names_every_option_its_agent_takes() -> None:
+    """`caligo engine --list` and the web page show an agent's registered description; every
+    key its option reader accepts (listed by its own unknown-key error) is named there as
+    `key=`, so a new option cannot be left out of it."""
+    import re
+
+    for entry in registry.agents():
+        if entry.unavailable():  # cannot be built here (Stockfish missing): nothing to read
+            continue
+        with pytest.raises(AgentSpecError, match=r"known: ") as err:
+            create(f"{entry.name}:no_such_key=1")
+        found = re.search(r"\(known: ([^)]*)\)", str(err.value))
+        assert found is not None, str(err.value)
+        keys = [k.strip() for k in found.group(1).split(",")]
+        missing = [k for k in keys if not re.search(rf"\b{re.escape(k)}=", entry.description)]
+        assert keys and not missing, (entry.name, missing)
+
+
 @pytest.fixture
 def scratch_registry() -> Iterator[None]:
     saved = dict(registry._REGISTRY)
