@@ -185,6 +185,9 @@ def move_stats(db: str, engine: str) -> dict[str, Any]:
             repairs += int(game_p[0])
             redraws += int(game_p[1])
             redraw_games += game_p[1] > 0
+    except sqlite3.DatabaseError as exc:  # not SQLite, or no match tables (a copy without -wal)
+        raise StrengthError(f"{db!r} is not a readable `caligo match --db` database: "
+                            f"{exc}") from None
     finally:
         con.close()
     if not moves:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,12 @@ def test_table_and_move_statistics(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "0 watchdog answers" in text and stats["overdue_answers"] == 0
     with pytest.raises(StrengthError, match="no analysed move of engine 'nobody'"):
         move_stats(str(db), "nobody")
+    # not a database, or one without a match's tables: an error naming the file
+    (tmp_path / "text.db").write_text("not sqlite\n")
+    sqlite3.connect(tmp_path / "other.db").execute("CREATE TABLE t (x)").connection.commit()
+    for name, why in (("text.db", "file is not a database"), ("other.db", "no such table")):
+        with pytest.raises(StrengthError, match=f"'{tmp_path / name}' is not a readable .*{why}"):
+            move_stats(str(tmp_path / name), "obscuro")
     assert main(["strength", "table", str(tmp_path / "missing.json")]) == 2
 
 
@@ -59,7 +66,6 @@ def test_moves_without_a_search_are_counted_and_left_out_of_the_means(tmp_path: 
     """A watchdog answer or a move with P lost stores the agents' own analysis forms
     (`caligo.agents.fow_search.overdue_answer`, the P-lost decision): counted apart, and not
     averaged with the searched moves."""
-    import sqlite3
     import threading
 
     from caligo.agents.fow_search import overdue_answer
@@ -111,7 +117,6 @@ def test_table_row_of_a_clean_sweep() -> None:
 
 def _mean_info(db: Path, key: str) -> float:
     """The mean of `key` over the analyses stored in the plies table that have it."""
-    import sqlite3
 
     con = sqlite3.connect(db)
     infos = [json.loads(r[0]).get("info") or {} for r in con.execute(
@@ -123,7 +128,6 @@ def _mean_info(db: Path, key: str) -> float:
 
 def _plies(db: Path) -> list[tuple[int, bool]]:
     """(plies, obscuro is White) of each game, from the games table."""
-    import sqlite3
 
     con = sqlite3.connect(db)
     rows = con.execute("SELECT id, white FROM games").fetchall()
