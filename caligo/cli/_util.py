@@ -86,6 +86,22 @@ def probability(text: str) -> float:
     return value
 
 
+MAX_SECONDS = 1e6
+"""The longest duration a command takes (about 11.6 days): past it a wait is a mistake."""
+
+
+def seconds(text: str) -> float:
+    """A duration in seconds: finite, > 0 and at most `MAX_SECONDS`."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not (math.isfinite(value) and 0.0 < value <= MAX_SECONDS):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds in (0, {MAX_SECONDS:g}], "
+                                         f"got {text!r}")
+    return value
+
+
 def output_file(path: str, suffixes: tuple[str, ...] = ()) -> Path:
     """Check, before any work, that a file can be written at `path` (its folder is created).
 

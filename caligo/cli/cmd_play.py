@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from caligo.cli._util import HelpFormatter
+from caligo.cli._util import HelpFormatter, seconds
 
 _ENGINE_HELP = (
     "an agent: a registry name with options (random, random:seed=3) or cmd:COMMAND ARGS for an "
@@ -199,7 +199,7 @@ def register(sub: Any) -> None:
     m.add_argument("--seed", type=int, default=0, help="match seed (default 0)")
     m.add_argument(
         "--timeout",
-        type=float,
+        type=seconds,
         default=60.0,
         help="seconds an untimed or fixed-iteration move may take (default 60)",
     )

@@ -80,6 +80,7 @@ def test_match_command_writes_everything(
         (["--engine", "random", "--engine", "bogus"], "unknown agent 'bogus'"),
         (["--engine", "random", "--engine", "random", "--tc", "fast"], "invalid time control"),
         (["--engine", "random", "--engine", "random", "--sprt", "elo0=1"], "SPRT"),
+        (["--engine", "random", "--engine", "random:policy=7"], "pair 1 cannot start"),
     ],
 )
 def test_match_command_errors(
@@ -87,6 +88,19 @@ def test_match_command_errors(
 ) -> None:
     assert main(["match", *args]) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("timeout", ["inf", "nan", "-1", "0", "1e300", "soon"])
+def test_match_timeout_must_be_a_finite_duration(
+    timeout: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--timeout inf` and `nan` ended in an OverflowError traceback; now argparse refuses
+    them, with the option's name, before any pair starts."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["match", "--engine", "random", "--engine", "random", "--timeout", timeout])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --timeout:" in err and "seconds" in err
 
 
 def test_engine_list(capsys: pytest.CaptureFixture[str]) -> None:
