@@ -87,7 +87,7 @@ def probability(text: str) -> float:
 
 
 MAX_SECONDS = 1e6
-"""The longest duration a command takes (about 11.6 days): past it a wait is a mistake."""
+"""The longest duration an option accepts (about 11.6 days): past it a wait is a mistake."""
 
 
 def seconds(text: str) -> float:
