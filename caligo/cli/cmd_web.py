@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from caligo.cli._util import HelpFormatter
+from caligo.cli._util import HelpFormatter, seconds
 
 UNLIMITED = ("--games-per-minute", "0", "--games-per-client", "0", "--sockets-per-client", "0",
              "--connections-per-client", "0")
@@ -51,16 +51,6 @@ def serve_argv(
         workers,
         *extra,
     ]
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
 
 
 def _count(text: str, least: int = 0) -> int:
@@ -205,7 +195,7 @@ def register(sub: Any) -> None:
     p.add_argument("--seed", type=int, help="seed games deterministically (tests)")
     p.add_argument(
         "--first-move-seconds",
-        type=_seconds,
+        type=seconds,
         default=30.0,
         help="a timed game is aborted when the side to move makes no first move in this time "
         "(its clock starts after that move; default 30)",
@@ -236,7 +226,7 @@ def register(sub: Any) -> None:
     p.add_argument("--max-connections", metavar="N", type=_count, default=0,
                    help="connections at once, all clients; from three quarters of it the oldest "
                    "idle ones are closed for new ones (0: the descriptor limit minus 64)")
-    p.add_argument("--idle-seconds", metavar="SECONDS", type=_seconds, default=30.0,
+    p.add_argument("--idle-seconds", metavar="SECONDS", type=seconds, default=30.0,
                    help="a connection must send its request (a WebSocket its first message) "
                    "within this time")
     p.add_argument("--forwarded-allow-ips", action="append", metavar="ADDRESS",

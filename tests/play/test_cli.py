@@ -90,17 +90,23 @@ def test_match_command_errors(
     assert message in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("timeout", ["inf", "nan", "-1", "0", "1e300", "soon"])
-def test_match_timeout_must_be_a_finite_duration(
-    timeout: str, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("value", ["inf", "nan", "-1", "0", "1e300", "soon"])
+@pytest.mark.parametrize(("command", "option"), [
+    (["match", "--engine", "random", "--engine", "random"], "--timeout"),
+    (["web", "serve"], "--idle-seconds"),
+    (["web", "serve"], "--first-move-seconds"),
+])
+def test_durations_must_be_finite_seconds(
+    command: list[str], option: str, value: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`--timeout inf` and `nan` ended in an OverflowError traceback; now argparse refuses
-    them, with the option's name, before any pair starts."""
+    """`caligo match --timeout inf` and `nan` ended in an OverflowError traceback; now argparse
+    refuses them, with the option's name, before any pair starts. The web server's durations
+    are read by the same type (`caligo.cli._util.seconds`)."""
     with pytest.raises(SystemExit) as exit_info:
-        main(["match", "--engine", "random", "--engine", "random", "--timeout", timeout])
+        main([*command, option, value])
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
-    assert "argument --timeout:" in err and "seconds" in err
+    assert f"argument {option}:" in err and "seconds" in err
 
 
 def test_engine_list(capsys: pytest.CaptureFixture[str]) -> None:
