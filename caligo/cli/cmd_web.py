@@ -10,7 +10,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from caligo.cli._util import HelpFormatter, seconds
+from caligo.cli._util import (
+    HelpFormatter,
+    nonnegative_count,
+    positive_count,
+    probability,
+    seconds,
+)
 
 UNLIMITED = ("--games-per-minute", "0", "--games-per-client", "0", "--sockets-per-client", "0",
              "--connections-per-client", "0")
@@ -51,30 +57,6 @@ def serve_argv(
         workers,
         *extra,
     ]
-
-
-def _count(text: str, least: int = 0) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < least:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= {least}, got {text!r}")
-    return value
-
-
-def _positive(text: str) -> int:
-    return _count(text, 1)
-
-
-def _share(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a share from 0 to 1, got {text!r}")
-    return value
 
 
 def default_db() -> Path:
@@ -205,25 +187,25 @@ def register(sub: Any) -> None:
                    "for sub-domains); by default only the bound address and localhost names")
     p.add_argument("--api-docs", action="store_true",
                    help="serve /docs, /redoc and /openapi.json (off: no map of the API)")
-    p.add_argument("--max-live-games", metavar="N", type=_positive, default=200,
+    p.add_argument("--max-live-games", metavar="N", type=positive_count, default=200,
                    help="games in memory at once (idle ones are unloaded to make room)")
-    p.add_argument("--games-per-minute", metavar="N", type=_count, default=10,
+    p.add_argument("--games-per-minute", metavar="N", type=nonnegative_count, default=10,
                    help="new games one client may start a minute, in bursts of as many (0: any)")
-    p.add_argument("--games-per-client", metavar="N", type=_count, default=3,
+    p.add_argument("--games-per-client", metavar="N", type=nonnegative_count, default=3,
                    help="games one client may have running at once (0: any)")
-    p.add_argument("--engine-load", metavar="SHARE", type=_share, default=0.7,
+    p.add_argument("--engine-load", metavar="SHARE", type=probability, default=0.7,
                    help="admit a new game only while the engines were busy less than this "
                    "share of the last 30 s and no move waited a second for a worker; past "
                    "it the page says the server is full (0: off; default 0.7)")
-    p.add_argument("--games-per-worker", metavar="N", type=_count, default=4,
+    p.add_argument("--games-per-worker", metavar="N", type=nonnegative_count, default=4,
                    help="new games each engine worker takes in 20 s before any game's load "
                    "was measured; after, new games count at the measured share of a game "
                    "(0: any; default 4)")
-    p.add_argument("--sockets-per-client", metavar="N", type=_count, default=8,
+    p.add_argument("--sockets-per-client", metavar="N", type=nonnegative_count, default=8,
                    help="game connections (WebSockets) one client may hold open (0: any)")
-    p.add_argument("--connections-per-client", metavar="N", type=_count, default=32,
+    p.add_argument("--connections-per-client", metavar="N", type=nonnegative_count, default=32,
                    help="TCP connections one client may hold open (0: any)")
-    p.add_argument("--max-connections", metavar="N", type=_count, default=0,
+    p.add_argument("--max-connections", metavar="N", type=nonnegative_count, default=0,
                    help="connections at once, all clients; from three quarters of it the oldest "
                    "idle ones are closed for new ones (0: the descriptor limit minus 64)")
     p.add_argument("--idle-seconds", metavar="SECONDS", type=seconds, default=30.0,

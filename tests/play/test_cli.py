@@ -109,6 +109,26 @@ def test_durations_must_be_finite_seconds(
     assert f"argument {option}:" in err and "seconds" in err
 
 
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("--games-per-minute", "1.5", "not a whole number"),
+    ("--games-per-minute", "-1", "must be at least 0"),
+    ("--max-live-games", "0", "must be at least 1"),
+    ("--engine-load", "nan", "must lie in [0, 1]"),
+    ("--engine-load", "1.5", "must lie in [0, 1]"),
+])
+def test_web_serve_limits_are_read_by_the_shared_types(
+    option: str, value: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`caligo web serve` reads its counts and its load share with the same argument types as
+    every other command (`caligo.cli._util`), so a bad limit is refused before the server
+    binds, with the option's name."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["web", "serve", option, value])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}:" in err and message in err
+
+
 def test_engine_list(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["engine", "--list"]) == 0
     assert "random" in capsys.readouterr().out
