@@ -207,6 +207,10 @@ class SprtDecision(Enum):
 
 
 _SPRT_KEYS = {"elo0", "elo1", "alpha", "beta", "model"}
+MAX_SPRT_ELO = {"logistic": 1000.0, "normalized": 200.0}
+"""The widest hypotheses an SPRT takes, by model: logistic +-1,000 Elo is a score of 0.3% or
+99.7%; past about +-230 normalized Elo no pentanomial distribution has the hypothesis's
+t-value, so the likelihood under it does not exist (the GSPRT's maximum-likelihood step)."""
 
 
 @dataclass(frozen=True)
@@ -222,6 +226,10 @@ class SprtConfig:
     def __post_init__(self) -> None:
         if not self.elo0 < self.elo1:
             raise MatchConfigError(f"SPRT needs elo0 < elo1, got {self.elo0} and {self.elo1}")
+        cap = MAX_SPRT_ELO[self.model.value]
+        if not (-cap <= self.elo0 and self.elo1 <= cap):
+            raise MatchConfigError(f"SPRT {self.model.value} Elo must lie in [-{cap:g}, {cap:g}], "
+                                   f"got elo0={self.elo0} and elo1={self.elo1}")
         for name in ("alpha", "beta"):
             value = getattr(self, name)
             if not 0.0 < value < 0.5:

@@ -18,6 +18,7 @@ import scipy.optimize
 
 from caligo.play.errors import MatchConfigError
 from caligo.play.stats import (
+    MAX_SPRT_ELO,
     EloModel,
     SprtConfig,
     SprtDecision,
@@ -188,3 +189,28 @@ def test_tally_pairs() -> None:
     assert t.pairs == 3 and t.games == 6
     assert t.white_share == pytest.approx(4.5 / 6)
     assert t.trinomial == (2, 1, 3)
+
+
+@pytest.mark.parametrize("spec", [
+    "elo0=-1e300,elo1=0", "elo0=0,elo1=inf", "elo0=0,elo1=1001",
+    "elo0=0,elo1=5000,model=normalized", "elo0=-201,elo1=0,model=normalized",
+])
+def test_sprt_hypotheses_past_the_models_range_are_refused(spec: str) -> None:
+    """`caligo match --sprt elo0=-1e300,elo1=0` played its first pair and then died in an
+    OverflowError (and normalized elo1=5000 in 'no distribution with this mean'); the spec is
+    now refused when it is read, before any game."""
+    with pytest.raises(MatchConfigError, match="must lie in"):
+        SprtConfig.parse(spec)
+
+
+@pytest.mark.parametrize("model", list(EloModel))
+@pytest.mark.parametrize("penta", [[1, 0, 0, 0, 0], [0, 0, 0, 0, 1], [0, 0, 9, 0, 0],
+                                   [3, 1, 4, 1, 5], [0, 5, 0, 5, 0], [100, 0, 0, 0, 1]])
+def test_the_widest_sprt_hypotheses_have_a_likelihood_on_any_result(
+    model: EloModel, penta: list[int]
+) -> None:
+    """At the edge of `MAX_SPRT_ELO` the GSPRT's constrained maximum likelihood exists for
+    results from one-sided to even, so a match that accepts the spec can always report it."""
+    cap = MAX_SPRT_ELO[model.value]
+    result = sprt(penta, SprtConfig(-cap, cap, model=model))
+    assert math.isfinite(result.llr)
