@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from caligo.cli._util import HelpFormatter, seconds
+from caligo.cli._util import HelpFormatter, json_file, output_file, seconds
 
 _ENGINE_HELP = (
     "an agent: a registry name with options (random, random:seed=3) or cmd:COMMAND ARGS for an "
@@ -175,9 +175,11 @@ def register(sub: Any) -> None:
     m.add_argument(
         "--sprt", help="elo0=..,elo1=..[,alpha=0.05][,beta=0.05][,model=logistic|normalized]"
     )
-    m.add_argument("--pgn", help="write the games here (transcripts beside it, .transcripts.jsonl)")
-    m.add_argument("--db", help="SQLite file: store games, resume the match from it")
-    m.add_argument("--json", help="write the match result as JSON here")
+    m.add_argument("--pgn", type=output_file,
+                   help="write the games here (transcripts beside it, .transcripts.jsonl)")
+    m.add_argument("--db", type=output_file,
+                   help="SQLite file: store games, resume the match from it")
+    m.add_argument("--json", type=json_file, help="write the match result as JSON here")
     m.add_argument(
         "--continue", dest="continue_", metavar="FILE",
         help="start from the counts of FILE, an earlier --json result of this same match "

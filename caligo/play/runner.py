@@ -93,6 +93,7 @@ class _Sinks:
         self._pgn: IO[str] | None = None
         self._tr: IO[str] | None = None
         if outputs.pgn is not None:
+            outputs.pgn.parent.mkdir(parents=True, exist_ok=True)
             self._pgn = open(outputs.pgn, mode)
             assert outputs.transcripts is not None
             self._tr = open(outputs.transcripts, mode)
@@ -252,6 +253,7 @@ def run_match(
         store.finish_match(config.match_id, result.to_dict())
         store.close()
     if outputs.json is not None:
+        outputs.json.parent.mkdir(parents=True, exist_ok=True)
         outputs.json.write_text(
             json.dumps({**dict(outputs.meta), **result.to_dict()}, indent=1) + "\n"
         )

@@ -129,6 +129,28 @@ def test_web_serve_limits_are_read_by_the_shared_types(
     assert f"argument {option}:" in err and message in err
 
 
+@pytest.mark.parametrize("option", ["--json", "--pgn", "--db"])
+def test_match_outputs_are_checked_before_the_first_game(
+    option: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`caligo match --json DIR/x.json` with a folder that cannot exist played the whole match
+    and then lost its result in a FileNotFoundError; the outputs are now checked as arguments."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["match", "--engine", "random", "--engine", "random", option,
+              str(blocker / "x.out")])
+    assert exit_info.value.code == 2
+    assert f"argument {option}:" in capsys.readouterr().err
+
+
+def test_match_json_goes_into_a_new_folder(tmp_path: Path) -> None:
+    out = tmp_path / "new" / "folder" / "r.json"
+    assert main(["match", "--engine", "random", "--engine", "random:seed=2", "--rounds", "1",
+                 "--tc", "none", "--json", str(out), "--quiet"]) == 0
+    assert json.loads(out.read_text())["pairs"] == 1
+
+
 def test_engine_list(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["engine", "--list"]) == 0
     assert "random" in capsys.readouterr().out
