@@ -12,7 +12,9 @@ from typing import Any
 
 from caligo.cli._util import (
     HelpFormatter,
+    count,
     nonnegative_count,
+    output_file,
     positive_count,
     probability,
     seconds,
@@ -59,6 +61,20 @@ def serve_argv(
     ]
 
 
+def _port(text: str) -> int:
+    value = count(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, got {text!r}")
+    return value
+
+
+def _host(text: str) -> str:
+    if not text.strip() or any(c.isspace() for c in text):
+        raise argparse.ArgumentTypeError(f"expected an address or a host name, got {text!r} "
+                                         "(0.0.0.0 or :: listen on every interface)")
+    return text
+
+
 def default_db() -> Path:
     """The game database when --db is not given: $XDG_DATA_HOME/caligo/web.sqlite."""
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
@@ -91,11 +107,13 @@ def _serve(args: argparse.Namespace) -> int:
     from caligo.play.workers import WorkerStats
     from caligo.web import WebConfig, create_app
     from caligo.web.guard import GuardConfig
+    from caligo.web.store import WebStore
     from caligo.web.transport import default_max_connections, server_config
 
     agent = args.agent or registry.strongest()
     registry.create(agent).close()  # fail now, with the spec quoted, not at the first game
     db = Path(args.db) if args.db else default_db()
+    WebStore(db).close()  # a file that is not a game database fails here, before the URL
     config = WebConfig(
         db=str(db),
         agent=agent,
@@ -164,9 +182,11 @@ def register(sub: Any) -> None:
     wsub = web.add_subparsers(dest="web_command", required=True)
     p = wsub.add_parser("serve", help="start the web app and print its URL",
                         epilog=SERVE_EPILOG, formatter_class=HelpFormatter)
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
-    p.add_argument("--port", type=int, default=8000, help="port (0 picks a free one)")
-    p.add_argument("--db", help=f"SQLite game database (default {default_db()})")
+    p.add_argument("--host", type=_host, default="127.0.0.1",
+                   help="address to listen on (default loopback)")
+    p.add_argument("--port", type=_port, default=8000, help="port (0 picks a free one)")
+    p.add_argument("--db", type=output_file,
+                   help=f"SQLite game database (default {default_db()})")
     p.add_argument("--agent", help="agent spec the page plays (default: strongest available)")
     p.add_argument(
         "--workers", default="auto", metavar="SPEC",

@@ -115,6 +115,10 @@ def test_durations_must_be_finite_seconds(
     ("--max-live-games", "0", "must be at least 1"),
     ("--engine-load", "nan", "must lie in [0, 1]"),
     ("--engine-load", "1.5", "must lie in [0, 1]"),
+    ("--port", "-1", "must be at least 0"),
+    ("--port", "65536", "a port is 0 to 65535"),  # was an OverflowError from bind()
+    ("--host", "", "expected an address"),  # was every interface, against the help's loopback
+    ("--db", ".", "is a directory"),
 ])
 def test_web_serve_limits_are_read_by_the_shared_types(
     option: str, value: str, message: str, capsys: pytest.CaptureFixture[str]
@@ -149,6 +153,18 @@ def test_match_json_goes_into_a_new_folder(tmp_path: Path) -> None:
     assert main(["match", "--engine", "random", "--engine", "random:seed=2", "--rounds", "1",
                  "--tc", "none", "--json", str(out), "--quiet"]) == 0
     assert json.loads(out.read_text())["pairs"] == 1
+
+
+def test_web_serve_refuses_a_file_that_is_not_a_game_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It printed the URL and then died in the app's start-up with a traceback; now the file
+    is opened before the server binds, and the error names it."""
+    bad = tmp_path / "notes.sqlite"
+    bad.write_text("not a database\n")
+    assert main(["web", "serve", "--agent", "random", "--port", "0", "--db", str(bad)]) == 2
+    captured = capsys.readouterr()
+    assert "Caligo web:" not in captured.out and str(bad) in captured.err
 
 
 def test_engine_list(capsys: pytest.CaptureFixture[str]) -> None:
