@@ -130,12 +130,18 @@ def _run(args: argparse.Namespace) -> int:
     tree = load_game(args.game)
     index = tree.infoset_index()
     if args.infoset is None:
-        g = int(tree.infosets_of(args.seat)[0])
+        seat = 0 if args.seat is None else args.seat
+        own = tree.infosets_of(seat)
+        if not len(own):
+            raise ValueError(f"game {args.game!r} has no decision for seat {seat}")
+        g = int(own[0])
     elif args.infoset in index:
         g = index[args.infoset]
     else:
         raise ValueError(f"game {args.game!r} has no infoset named {args.infoset!r}")
     seat = int(tree.infoset_player[g])
+    if args.seat is not None and args.seat != seat:
+        raise ValueError(f"infoset {args.infoset!r} is seat {seat}'s, not seat {args.seat}'s")
     if int(tree.infoset_parent_seq[g]) != 0:
         raise ValueError(f"infoset {tree.infoset_names[g]!r} is not a first decision; "
                          "`run` searches first decisions (use `exploitability` for the rest)")
@@ -224,7 +230,8 @@ def register(sub: Any) -> None:
     e.add_argument("--budget", default="10,100,1000",
                    help="comma-separated iteration budgets per search (default 10,100,1000)")
     r.add_argument("--budget", default="1000", help="iterations (default 1000)")
-    r.add_argument("--seat", type=int, default=0, choices=(0, 1))
+    r.add_argument("--seat", type=int, default=None, choices=(0, 1),
+                   help="the searching seat (default 0, or the --infoset's player)")
     r.add_argument("--infoset", default=None, help="the infoset's name (default: the seat's "
                    "first infoset)")
     r.add_argument("--seed", type=int, default=0)

@@ -104,6 +104,19 @@ def test_cli_run_prints_a_search(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["search", "run", "kuhn_poker", "--infoset", "nope"]) == 2
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    # random_game(seed=1) gives seat 1 no decision: an IndexError traceback before
+    (["random_game(seed=1)", "--seat", "1"], "has no decision for seat 1"),
+    # Kuhn's infoset '0' is player 0's (OpenSpiel's naming): --seat 1 was silently ignored
+    (["kuhn_poker", "--seat", "1", "--infoset", "0"], "is seat 0's, not seat 1's"),
+])
+def test_cli_run_names_a_seat_without_the_decision(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["search", "run", *args, "--budget", "10"]) == 2
+    assert message in capsys.readouterr().err
+
+
 def test_presets_set_only_the_construction() -> None:
     """`preset` fills the construction fields of `PRESETS` and keeps every other default; the
     obscuro preset is SearchConfig's defaults (Obscuro's)."""
