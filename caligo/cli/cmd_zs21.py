@@ -13,7 +13,7 @@ import argparse
 import time
 from typing import Any
 
-from caligo.cli._util import HelpFormatter, count
+from caligo.cli._util import HelpFormatter, positive_count
 
 
 def _budgets(text: str) -> list[int]:
@@ -88,7 +88,8 @@ def register(sub: Any) -> None:
                    help="comma-separated leaf expansions per decision (default 20,100)")
     e.add_argument("--full", action="store_true",
                    help="fully expanded trunk from the game's start; compare nested 1-KLSS")
-    e.add_argument("--particles", type=lambda t: count(t), default=200, help="L (default 200)")
+    e.add_argument("--particles", type=positive_count, default=200,
+                   help="L (default 200; at least 1)")
     e.add_argument("--penalty", default="text", choices=["text", "algorithm", "off"])
     e.add_argument("--penalty-m", dest="penalty_m", type=float, default=1e7,
                    help="M (default 1e7)")

@@ -456,6 +456,8 @@ def test_forcing_moves_come_first_in_fow() -> None:
 def test_config_and_budget_validation() -> None:
     with pytest.raises(ZS21ConfigError, match="particles"):
         ZS21Config(particles=-1)
+    with pytest.raises(ZS21ConfigError, match="at most max_nodes"):  # was numpy's own error
+        ZS21Config(particles=10**30)
     with pytest.raises(ZS21ConfigError, match="penalty"):
         ZS21Config(penalty="text")  # type: ignore[arg-type]
     with pytest.raises(ZS21ConfigError, match="at least one limit"):
@@ -508,7 +510,11 @@ def test_registry_builds_zs21_and_rejects_bad_options() -> None:
     assert isinstance(agent, ZS21Agent) and agent.config.particles == 50
     assert agent.config.budget == ZS21Budget(seconds=None, expansions=20)
     for bad in ("zs21:colour=red", "zs21:budget=180+2", "zs21:evaluator=deep",
-                "zs21:particles=many", "zs21:penalty=maybe", "zs21:particles=-3"):
+                "zs21:particles=many", "zs21:penalty=maybe", "zs21:particles=-3",
+                # 0 particles: every game was lost to 'the subgame has no roots', match rc 0
+                "zs21:particles=0",
+                # a wrong named path was the built-in evaluator without a word (eval=auto)
+                "zs21:stockfish=/nonexistent/sf"):
         with pytest.raises(registry.AgentSpecError, match="zs21"):
             registry.create(bad)
 

@@ -185,16 +185,23 @@ class ZS21Agent(AgentBase):
                 elif tc.kind is not TcKind.NONE:
                     raise ValueError(f"zs21: budget must be mt=SECONDS, iters=N or none, got "
                                      f"{opts.text('budget')!r}")
-            for key, name in (("seed", "seed"), ("particles", "particles"),
-                              ("nodes", "max_nodes")):
-                if key in opts:
-                    changes[name] = opts.integer(key)
+            for key, name, least in (("seed", "seed", None), ("particles", "particles", 1),
+                                     ("nodes", "max_nodes", None)):
+                if key in opts:  # particles=0: no root once nothing is carried
+                    changes[name] = opts.integer(key, least)
             if "penalty" in opts:
                 changes["penalty"] = opts.choice("penalty", Penalty)
             belief = BeliefConfig(max_positions=opts.integer("belief", 1) if "belief" in opts
                                   else BeliefConfig().max_positions)
             evaluator = opts.choice("eval", EvalChoice) if "eval" in opts else EvalChoice.AUTO
             path = opts.text("stockfish") if "stockfish" in opts else None
+            if path is not None and not evaluator.builtin:  # not AUTO's built-in fallback
+                from caligo.fow.stockfish import StockfishNotFoundError, find_stockfish
+
+                try:
+                    find_stockfish(path)
+                except StockfishNotFoundError as exc:
+                    raise ValueError(f"{exc} (option stockfish)") from None
             return cls(replace(ZS21Config(), **changes), evaluator, belief,
                        resources=resources, stockfish=path)
         except OptionError:

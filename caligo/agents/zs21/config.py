@@ -141,6 +141,9 @@ class ZS21Config:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < lo:
                 raise ZS21ConfigError(f"{name} must be an int >= {lo}, got {v!r}")
+        if self.particles > self.max_nodes:
+            raise ZS21ConfigError(f"particles must be at most max_nodes ({self.max_nodes}): the "
+                                  f"trunk holds its roots, got {self.particles!r}")
         for name in ("penalty_m", "switch_tol"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
