@@ -239,6 +239,10 @@ class ObscuroConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < lo:
                 raise ObscuroConfigError(f"{name} must be an int >= {lo}: {v!r}")
+        for name in ("expanders", "engines"):  # each a thread or a Stockfish process
+            if getattr(self, name) > MAX_THREADS:
+                raise ObscuroConfigError(f"{name} must be at most {MAX_THREADS}: "
+                                         f"{getattr(self, name)!r}")
         bt = self.belief_threads
         if bt is not None and (isinstance(bt, bool) or not isinstance(bt, int)
                                or not 1 <= bt <= MAX_THREADS):
@@ -346,6 +350,10 @@ class ObscuroConfig:
                 raise ObscuroConfigError(f"sfdepth must be in [1, {MAX_SF_DEPTH}]: {depth}")
             kw["stockfish"] = replace(kw.get("stockfish", cls().stockfish), depth=depth)
         config = cls(**kw)
+        named = config.stockfish.path is not None and not config.evaluator.builtin
+        if named and not stockfish_available(config.stockfish.path):  # not AUTO's fallback
+            raise ObscuroConfigError(f"obscuro: no Stockfish executable at "
+                                     f"{config.stockfish.path!r} (option stockfish)")
         if config.evaluator is EvalChoice.STOCKFISH and not stockfish_available(
             config.stockfish.path
         ):

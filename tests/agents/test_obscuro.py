@@ -374,6 +374,8 @@ def test_options_and_their_errors() -> None:
         ("obscuro:roots=many", "roots must be an integer"),
         ("obscuro:expand=-1", "expand_ratio must be > 0"),
         ("obscuro:eval=stockfish,stockfish=/nonexistent/sf", "no Stockfish executable"),
+        # a named path that is wrong was the built-in evaluator without a word (eval=auto)
+        ("obscuro:stockfish=/nonexistent/sf", "no Stockfish executable at '/nonexistent/sf'"),
         ("obscuro:preset=strong", "invalid preset 'strong'"),
         ("obscuro:preset=safe,subgame=klss", "a preset .safe. decides the subgame"),
         ("obscuro:rootshare=0", "root_share must be in .0, 1.: 0.0"),
@@ -385,6 +387,9 @@ def test_options_and_their_errors() -> None:
         ("obscuro:sample=best", "invalid sample 'best'"),
         ("obscuro:sfdepth=5", r"sfdepth must be in \[1, 4\]: 5"),
         ("obscuro:sfdepth=two", "sfdepth must be an integer"),
+        # each expander or engine is a thread or a Stockfish process: 1,000 started 1,000
+        ("obscuro:expanders=1000", "expanders must be at most 64"),
+        ("obscuro:engines=65", "engines must be at most 64"),
     ):
         with pytest.raises(AgentSpecError, match=match):
             create(spec)
