@@ -61,7 +61,53 @@ def _read_json(path: str) -> dict[str, Any]:
         raise StrengthError(f"cannot read match result {path!r}: {exc}") from None
     if not isinstance(data, dict) or "engines" not in data:
         raise StrengthError(f"{path!r} is not a `caligo match --json` result")
+    problem = _result_problem(data)
+    if problem:
+        raise StrengthError(f"{path!r} is not a `caligo match --json` result: {problem}")
     return data
+
+
+def _is_count(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _pair_of(x: Any, test: Any) -> bool:
+    return isinstance(x, list) and len(x) == 2 and all(test(v) for v in x)
+
+
+def _result_problem(data: dict[str, Any]) -> str:
+    """What is wrong with the fields `table_row` and `ladder_rows` read ('' if nothing)."""
+    if not _pair_of(data["engines"], lambda v: isinstance(v, str)):
+        return "'engines' must be two names"
+    if "time_controls" in data and not _pair_of(data["time_controls"],
+                                                lambda v: isinstance(v, str)):
+        return "'time_controls' must be two time controls"
+    for key in ("games", "wins", "draws", "losses", "pairs"):
+        if not _is_count(data.get(key)):
+            return f"{key!r} must be a count, got {data.get(key)!r}"
+    penta = data.get("pentanomial")
+    if not (isinstance(penta, list) and len(penta) == 5 and all(map(_is_count, penta))):
+        return f"'pentanomial' must be five counts, got {penta!r}"
+    elo = data.get("elo")
+    if elo is not None and not (isinstance(elo, dict) and _is_number(elo.get("logistic"))
+                                and _pair_of(elo.get("ci95"), _is_number)
+                                and _is_number(data.get("score"))
+                                and 0.0 <= data["score"] <= 1.0):
+        return "'elo' must hold a finite 'logistic' and 'ci95', beside a 'score' in [0, 1]"
+    sprt = data.get("sprt")
+    if sprt is not None:
+        crossed = sprt.get("crossed") if isinstance(sprt, dict) else None
+        if not (isinstance(sprt, dict) and _pair_of(sprt.get("bounds"), _is_number)
+                and _is_number(sprt.get("llr")) and isinstance(sprt.get("decision"), str)
+                and (crossed is None or (isinstance(crossed, dict)
+                                         and _is_count(crossed.get("pairs"))
+                                         and _is_number(crossed.get("llr"))))):
+            return "'sprt' must hold 'bounds', a finite 'llr' and a 'decision'"
+    return ""
 
 
 def table_row(data: dict[str, Any]) -> str:

@@ -169,8 +169,11 @@ def _ladder_result(hi: int, lo: int, penta: list[int]) -> dict[str, Any]:
 
     est = elo_estimate(penta)
     pairs = sum(penta)
+    # a pair's buckets as games: 0-2, draw and loss, win and loss, win and draw, 2-0
+    wins, draws = penta[2] + penta[3] + 2 * penta[4], penta[1] + penta[3]
     return {"engines": [f"caligo:level={hi}", f"caligo:level={lo}"], "pairs": pairs,
-            "games": 2 * pairs, "score": est.score, "pentanomial": penta,
+            "games": 2 * pairs, "wins": wins, "draws": draws, "losses": 2 * pairs - wins - draws,
+            "score": est.score, "pentanomial": penta,
             "elo": {"logistic": est.elo, "ci95": [est.elo_low, est.elo_high]}}
 
 
@@ -223,3 +226,27 @@ def test_the_ladder_chains_neighbour_matches_from_random(
                         "not a ladder match")):
         with pytest.raises(StrengthError, match=re.escape(words)):
             ladder_rows(bad)
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    (lambda d: d.update(time_controls=None), "time_controls"),  # was a TypeError traceback
+    (lambda d: d.update(engines=["a"]), "engines"),  # was 'not enough values to unpack'
+    (lambda d: d.update(wins="abc"), "wins"),  # was printed as '+abc'
+    (lambda d: d.update(pentanomial=[1, 2]), "pentanomial"),
+    (lambda d: d.update(score="x"), "elo"),  # was "Unknown format code 'f'"
+    (lambda d: d["elo"].update(logistic=float("nan")), "elo"),  # the ladder said 'monotone'
+    (lambda d: d.update(sprt={"llr": 1.0}), "sprt"),
+])
+def test_table_names_a_result_file_with_a_bad_field(
+    change: Any, field: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A hand-edited or damaged `--json` result is refused with the file and the field named,
+    never a traceback; the files in docs/strength/ are the well-formed reference."""
+    good = Path(__file__).resolve().parents[2] / "docs" / "strength" / "ladder_2_1.json"
+    data = json.loads(good.read_text())
+    change(data)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    assert main(["strength", "table", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert str(bad) in err and repr(field) in err
