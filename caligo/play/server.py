@@ -11,8 +11,9 @@ protocol lines only.
 Nothing reaches the agent that its own observations contradict: the `newgame` start FEN must
 parse and its `observation` must be the engine's view of it, a `force` must be one of the legal
 moves of the engine's latest observation (`caligo.fow.view.legal_moves_uci`), a `go`'s `legal`
-list must be exactly those moves, and an `observe` after the engine's own ply must name the move
-it played (`null` after the opponent's). Anything else is answered with `error` and dropped, so
+list must be exactly those moves, a `force` or `go` must be for the engine's own ply and come
+once a ply, and an `observe` after the engine's own ply must name the move it played (`null`
+after the opponent's). Anything else is answered with `error` and dropped, so
 a broken referee cannot make the agent search from a corrupt state. An input that got an `error`
 reply is logged as one warning line; a traceback is logged only for an agent that fails with an
 exception that is not a `CaligoError` (a bug, not bad input).
@@ -206,6 +207,13 @@ class EngineServer:
             return
         if isinstance(message, Observe):
             self._observe(message)
+            return
+        kind = type(message).__name__.lower()
+        if not self._own_turn():
+            self.error(f"{kind} for ply {message.ply}, the opponent's", message.ply)
+        elif self._played is not None:  # one move a ply: the next message is its observe
+            self.error(f"{kind} for ply {message.ply}: this engine already played "
+                       f"{self._played!r} at it; observe comes next", message.ply)
         elif isinstance(message, Force):
             self._force(message)
         else:

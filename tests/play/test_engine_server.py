@@ -157,10 +157,16 @@ def test_engine_server_answers_hostile_input_with_an_error_and_it_never_reaches_
     assert server.handle_line(json.dumps({**wrong, "observation": WHITE_VIEW}).encode())
     err = decode_engine_message(out.pop())
     assert isinstance(err, ErrorReply) and f"this engine played {reply.move!r}" in err.message
+    # a second go or a force at the ply already played was answered with another move
+    for again in (go(clock=CLOCK, deadline_ms=60_000),
+                  '{"type":"force","game":"g","ply":1,"move":"e2e4"}'):
+        assert server.handle_line(again.encode())
+        err = decode_engine_message(out.pop())
+        assert isinstance(err, ErrorReply) and "already played" in err.message, err
     assert spy.calls == ["new_game", "act"]
     # one warning line per error, and no traceback
     assert all(r.exc_info is None for r in caplog.records)
-    errors = len(HOSTILE_BEFORE_GAME) + len(HOSTILE_IN_GAME) + 1
+    errors = len(HOSTILE_BEFORE_GAME) + len(HOSTILE_IN_GAME) + 3
     server_log = [r for r in caplog.records if r.name == "caligo.play.server"]
     assert [r.levelno for r in server_log] == [logging.WARNING] * errors
 
@@ -174,6 +180,11 @@ def test_engine_server_accepts_a_legal_force_and_the_observe_that_follows() -> N
     observe = {"type": "observe", "game": "g", "ply": 1, "own_move": "e2e4", "observation": view}
     assert server.handle_line(json.dumps(observe).encode())
     assert len(out) == 1 and server.ply == 1
+    assert spy.calls == ["new_game", "force", "observe"]
+    # ply 2 is Black's: a go for it is refused, not searched from White's seat
+    assert server.handle_line(go(ply=2, legal=["e2e4"]).encode())
+    err = decode_engine_message(out.pop())
+    assert isinstance(err, ErrorReply) and "the opponent's" in err.message, err
     assert spy.calls == ["new_game", "force", "observe"]
 
 
