@@ -45,6 +45,7 @@ from caligo.search.config import (
     RootExpansion,
     RootInfosets,
     SearchConfig,
+    SearchError,
     SubgameKind,
 )
 from caligo.search.exploitability import (
@@ -254,11 +255,43 @@ def load_rows(path: Path) -> list[Row]:
     if not path.exists():
         return []
     rows: dict[tuple[str, str, int], Row] = {}
-    for line in path.read_text().splitlines():
+    text = path.read_text(errors="replace")
+    for number, line in enumerate(text.splitlines(), 1):
         if line.strip():
-            row = Row(**json.loads(line))
+            where = f"{str(path)!r} line {number}"
+            try:
+                data = json.loads(line)
+            except (ValueError, RecursionError) as exc:
+                last = number == len(text.splitlines()) and not text.endswith("\n")
+                hint = (" (a partial last line: the run stopped while writing it; delete the "
+                        "line to resume)" if last else "")
+                raise SearchError(f"{where} is not a JSON row: {exc}{hint}") from None
+            row = _row(data, where)
             rows.setdefault(row.key, row)  # a cell run twice keeps its first result
     return list(rows.values())
+
+
+_ROW_TYPES = {f.name: str(f.type) for f in dataclasses.fields(Row)}
+
+
+def _row(data: Any, where: str) -> Row:
+    """A `Row` from one JSON object, its fields' types checked; SearchError names `where`."""
+    if not isinstance(data, dict):
+        raise SearchError(f"{where} is not a study row (a JSON object)")
+    unknown = sorted(set(data) - set(_ROW_TYPES))
+    missing = sorted(k for k in ("game", "label", "budget", "kind", "nashconv_half")
+                     if k not in data)
+    if unknown or missing:
+        raise SearchError(f"{where}: unknown fields {unknown} or missing fields {missing}")
+    for key, value in data.items():
+        kind = _ROW_TYPES[key]
+        ok = {"str": isinstance(value, str),
+              "int": isinstance(value, int) and not isinstance(value, bool),
+              "float": isinstance(value, int | float) and not isinstance(value, bool),
+              "dict[str, Any]": isinstance(value, dict)}[kind]
+        if not ok:
+            raise SearchError(f"{where}: {key!r} must be a {kind}, got {value!r}")
+    return Row(**data)
 
 
 def _append(path: Path, row: Row) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from pathlib import Path
 
 import pyspiel
@@ -21,7 +22,13 @@ from open_spiel.python import policy as os_policy
 from open_spiel.python.algorithms import exploitability as os_exploitability
 
 from caligo.core.games import load_game
-from caligo.search.config import Expansion, Iterations, Purification, SubgameKind
+from caligo.search.config import (
+    Expansion,
+    Iterations,
+    Purification,
+    SearchError,
+    SubgameKind,
+)
 from caligo.search.exploitability import pcfr_exploitability
 from caligo.search.study import (
     GRIDS,
@@ -85,6 +92,32 @@ def test_the_results_file_resumes_and_keeps_the_first_result_of_a_cell(tmp_path:
     assert [(r.label, r.nashconv_half) for r in rows] == [("obscuro", 0.25), ("uniform", 0.458)]
     assert math.isnan(rows[0].seat0) and rows[0].extra == {"note": "first"}
     assert rows[0].key == ("kuhn_poker", "obscuro", 10)
+
+
+GOOD_ROW = json.dumps({"game": "kuhn_poker", "label": "obscuro", "budget": 10,
+                       "kind": "agent", "nashconv_half": 0.25})
+
+
+@pytest.mark.parametrize(("lines", "named"), [
+    ("[1, 2]\n", "not a study row"),  # was a TypeError from Row(**...)
+    ('{"game": "x"}\n', "missing fields"),
+    (GOOD_ROW.replace("0.25", '"abc"') + "\n", "'nashconv_half' must be a float"),
+    (GOOD_ROW.replace("10", "null") + "\n", "'budget' must be a int"),
+    (GOOD_ROW[:-1] + ', "colour": 1}\n', "unknown fields ['colour']"),
+    (GOOD_ROW + "\n" + GOOD_ROW[:20], "line 2 is not a JSON row"),  # cut while written
+])
+def test_a_bad_results_file_is_refused_with_its_line(
+    lines: str, named: str, tmp_path: Path
+) -> None:
+    """A damaged study.jsonl stopped `caligo search study` with a traceback, or with a JSON
+    message naming neither the file nor the line; it now names both, and a partial last line
+    (a run killed while it wrote) says how to resume."""
+    path = tmp_path / "study.jsonl"
+    path.write_text(lines)
+    with pytest.raises(SearchError, match=re.escape(named)) as info:
+        load_rows(path)
+    assert str(path) in str(info.value)
+    assert ("delete the line to resume" in str(info.value)) == (not lines.endswith("\n"))
 
 
 @pytest.mark.parametrize("game,label", [
