@@ -150,6 +150,18 @@ P_DECADES = (0, 1_000, 10_000, 100_000, 1_000_000)
 """The lower ends of the |P| classes `move_stats` splits the time by (the last is open)."""
 
 
+def _ply_info(text: Any, where: str) -> dict[str, Any]:
+    """The `info` of a ply's stored engine analysis; StrengthError naming `where` if damaged."""
+    try:
+        data = json.loads(text)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise StrengthError(f"{where}: its engine analysis is not JSON ({exc})") from None
+    info = data.get("info", {}) if isinstance(data, dict) else None
+    if not isinstance(info, dict):
+        raise StrengthError(f"{where}: its engine analysis is not an object with an 'info'")
+    return info
+
+
 def move_stats(db: str, engine: str) -> dict[str, Any]:
     """Means of `engine`'s per-move analysis over the finished games of the database, and the
     counts of its moves with no search behind them: watchdog answers (`overdue_answers`, with
@@ -180,16 +192,20 @@ def move_stats(db: str, engine: str) -> dict[str, Any]:
             if engine not in (white, black):
                 continue
             n_games += 1
+            if not isinstance(fen, str):
+                raise StrengthError(f"{db!r}: game {gid!r} has no start FEN")
             black_first = " b " in fen
             rows = con.execute("SELECT ply, engine_info, elapsed_ms FROM plies WHERE game_id = ?",
                                (gid,)).fetchall()
             plies += len(rows)
             game_p = [0.0, 0.0]  # P's repairs and redraws so far in the game (counters)
             for ply, text, elapsed in rows:
+                if isinstance(ply, bool) or not isinstance(ply, int):
+                    raise StrengthError(f"{db!r}: game {gid!r} has a ply numbered {ply!r}")
                 mover_white = (ply % 2 == 1) != black_first
                 if (white if mover_white else black) != engine or not text:
                     continue
-                info = json.loads(text).get("info", {})
+                info = _ply_info(text, f"{db!r}: game {gid!r} ply {ply}")
                 for k, key in enumerate(("belief_repairs", "belief_redraws")):
                     game_p[k] = max(game_p[k], _finite(info.get(key)))
                 if info.get("overdue") is True:  # the watchdog's answer (`overdue_answer`)
@@ -202,7 +218,7 @@ def move_stats(db: str, engine: str) -> dict[str, Any]:
                 if "nodes" not in info and "trunk_nodes" not in info:
                     continue  # not an analysed search move (a forced move, another agent)
                 moves += 1
-                ms += float(elapsed or 0.0)
+                ms += _finite(elapsed)
                 exact += bool(info.get("belief_exact", True))
                 for key in MOVE_FIELDS:
                     value = info.get(key, info.get(ALIASES.get(key, ""), None))
@@ -224,7 +240,8 @@ def move_stats(db: str, engine: str) -> dict[str, Any]:
                     row[1] += bool(info.get("belief_exact", True))
                     row[2] += _finite(split.get("belief"))
                     row[3] += _finite(split.get("search"))
-                    optimum = _finite((info.get("plan") or {}).get("optimum"))
+                    plan = info.get("plan")
+                    optimum = _finite(plan.get("optimum")) if isinstance(plan, dict) else 0.0
                     if optimum > 0:
                         search_shares.append(_finite(split.get("search")) / optimum)
                         belief_shares.append(_finite(split.get("belief")) / optimum)

@@ -250,3 +250,34 @@ def test_table_names_a_result_file_with_a_bad_field(
     assert main(["strength", "table", str(bad)]) == 2
     err = capsys.readouterr().err
     assert str(bad) in err and repr(field) in err
+
+
+def test_moves_names_the_game_and_ply_of_a_damaged_row(tmp_path: Path) -> None:
+    """Damaged rows of a match database ended in AttributeError or TypeError tracebacks (or a
+    JSON message naming nothing); each now gives a StrengthError with the game and the ply."""
+    import shutil
+
+    engines = engine_configs(["obscuro:eval=simple", "random"], [TimeControl.parse("iters=20")])
+    good = tmp_path / "good.db"
+    run_match(MatchConfig(engines=engines, rounds=1, seed=5), Outputs(db=good))
+    damage = [
+        ("UPDATE plies SET engine_info = '[1,2]' WHERE ply = {ply} AND game_id = '{gid}'",
+         "not an object with an 'info'"),
+        ("UPDATE plies SET engine_info = '{{not json' WHERE ply = {ply} AND game_id = '{gid}'",
+         "is not JSON"),
+        ("UPDATE plies SET ply = NULL WHERE ply = {ply} AND game_id = '{gid}'",
+         "a ply numbered None"),
+        ("UPDATE games SET start_fen = NULL WHERE id = '{gid}'", "has no start FEN"),
+    ]
+    for k, (sql, named) in enumerate(damage):
+        db = tmp_path / f"bad{k}.db"
+        shutil.copy(good, db)
+        con = sqlite3.connect(db)
+        gid, ply = con.execute("SELECT game_id, ply FROM plies WHERE engine_info LIKE "
+                               "'%\"nodes\"%' ORDER BY game_id, ply LIMIT 1").fetchone()
+        con.execute(sql.format(ply=ply, gid=gid))
+        con.commit()
+        con.close()
+        with pytest.raises(StrengthError, match=re.escape(named)) as info:
+            move_stats(str(db), "obscuro:eval=simple")
+        assert repr(gid) in str(info.value), info.value
