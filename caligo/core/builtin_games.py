@@ -89,10 +89,15 @@ class TableGame:
         return TableState(self, (), ((None,), (None,)))
 
 
+MAX_PENNIES = 100_000
+"""The largest N: chance lists its N outcomes in full before any node limit applies."""
+
+
 def matching_pennies_n(n: int = 100) -> TableGame:
     """N-matching pennies of Zhang & Sandholm 2021, section 4 (Table 2 uses N = 100)."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise GameError(f"matching_pennies_n needs an integer n >= 1, got n={n!r}")
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_PENNIES:
+        raise GameError(f"matching_pennies_n needs an integer n in [1, {MAX_PENNIES}], "
+                        f"got n={n!r}")
 
     def player_fn(h: tuple[int, ...]) -> int:
         return (CHANCE, 0, 1, TERMINAL)[len(h)]

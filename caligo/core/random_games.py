@@ -15,6 +15,12 @@ from collections.abc import Hashable, Sequence
 from caligo.core.builtin_games import TableGame
 from caligo.core.game import CHANCE, TERMINAL, GameError
 
+MAX_DEPTH = 100
+"""The deepest random game: its histories are tuples and its tree is walked recursively."""
+MAX_ACTIONS = 1000
+"""The most actions at a node (and letters in the alphabet) of a random game: every node
+lists its actions in full before any node limit applies."""
+
 
 def random_game(
     seed: int,
@@ -25,11 +31,13 @@ def random_game(
     chance_prob: float = 0.2,
 ) -> TableGame:
     """A random two-player zero-sum game with chance, at most `max_depth` moves deep."""
-    for name, value, low in (("seed", seed, None), ("max_depth", max_depth, 1),
-                             ("max_actions", max_actions, 1), ("alphabet", alphabet, 1)):
+    for name, value, low, high in (("seed", seed, None, None),
+                                   ("max_depth", max_depth, 1, MAX_DEPTH),
+                                   ("max_actions", max_actions, 1, MAX_ACTIONS),
+                                   ("alphabet", alphabet, 1, MAX_ACTIONS)):
         if isinstance(value, bool) or not isinstance(value, int) or (
-                low is not None and value < low):
-            bound = "" if low is None else f" >= {low}"
+                low is not None and not low <= value <= high):
+            bound = "" if low is None else f" in [{low}, {high}]"
             raise GameError(f"random_game needs an integer {name}{bound}, got {name}={value!r}")
     for name, prob in (("terminal_prob", terminal_prob), ("chance_prob", chance_prob)):
         if isinstance(prob, bool) or not isinstance(prob, int | float) or not 0 <= prob <= 1:

@@ -81,7 +81,11 @@ def test_load_game_max_nodes_is_keyword_only() -> None:
     ("kuhn_poker(foo=1)", UnknownGameError, "Unknown parameter 'foo'"),
     ("matching_pennies_n(n=2.5)", UnknownGameError, "n=2.5"),
     ("matching_pennies_n(n=abc)", UnknownGameError, "n='abc'"),
-    ("matching_pennies_n(n=0)", UnknownGameError, "n >= 1"),
+    ("matching_pennies_n(n=0)", UnknownGameError, "n in [1, 100000]"),
+    # these listed every action before the node limit applied: a MemoryError after seconds
+    ("matching_pennies_n(n=100000000)", UnknownGameError, "n in [1, 100000]"),
+    ("random_game(seed=1,max_actions=100000000)", UnknownGameError, "max_actions in [1, 1000]"),
+    ("random_game(seed=1,max_depth=1000000)", UnknownGameError, "max_depth in [1, 100]"),
     ("random_game(seed=x)", UnknownGameError, "seed"),
     ("no_such_game", UnknownGameError, "no_such_game"),
 ])
