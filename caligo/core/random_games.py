@@ -31,14 +31,14 @@ def random_game(
     chance_prob: float = 0.2,
 ) -> TableGame:
     """A random two-player zero-sum game with chance, at most `max_depth` moves deep."""
-    for name, value, low, high in (("seed", seed, None, None),
-                                   ("max_depth", max_depth, 1, MAX_DEPTH),
-                                   ("max_actions", max_actions, 1, MAX_ACTIONS),
-                                   ("alphabet", alphabet, 1, MAX_ACTIONS)):
-        if isinstance(value, bool) or not isinstance(value, int) or (
-                low is not None and not low <= value <= high):
-            bound = "" if low is None else f" in [{low}, {high}]"
-            raise GameError(f"random_game needs an integer {name}{bound}, got {name}={value!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise GameError(f"random_game needs an integer seed, got seed={seed!r}")
+    for name, value, high in (("max_depth", max_depth, MAX_DEPTH),
+                              ("max_actions", max_actions, MAX_ACTIONS),
+                              ("alphabet", alphabet, MAX_ACTIONS)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+            raise GameError(f"random_game needs an integer {name} in [1, {high}], "
+                            f"got {name}={value!r}")
     for name, prob in (("terminal_prob", terminal_prob), ("chance_prob", chance_prob)):
         if isinstance(prob, bool) or not isinstance(prob, int | float) or not 0 <= prob <= 1:
             raise GameError(f"random_game needs {name} in [0, 1], got {name}={prob!r}")
