@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -76,10 +77,12 @@ class GuardConfig:
     `X-Forwarded-Proto` are believed; empty: the socket's peer is the client."""
 
     def __post_init__(self) -> None:
+        bad = [h for h in self.allowed_hosts if not _host_pattern_ok(h)]
+        if not self.allowed_hosts or bad:
+            raise WebConfigError(f"allowed hosts must be host names, addresses, '*.domain' or "
+                                 f"'*'; got {bad or 'none'!r}")
         if (
-            not self.allowed_hosts
-            or not all(_host_pattern_ok(h) for h in self.allowed_hosts)
-            or self.max_body_bytes < 64
+            self.max_body_bytes < 64
             or not 0 < self.idle_timeout_s < 86_400
             or self.sockets_per_client < 0
             or self.connections_per_client < 0
@@ -93,7 +96,11 @@ def _host_pattern_ok(pattern: str) -> bool:
     if pattern == "*":
         return True
     rest = pattern[2:] if pattern.startswith("*.") else pattern
-    return bool(rest) and "*" not in rest and not any(c.isspace() for c in rest)
+    return _HOST_CHARS.fullmatch(rest) is not None  # what `host_name` can return, no '*'
+
+
+_HOST_CHARS = re.compile(r"[A-Za-z0-9._:-]+")
+"""The characters of a host name or an address (an IPv6 one without its brackets)."""
 
 
 def host_name(header: str | None) -> str | None:
