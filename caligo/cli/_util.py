@@ -65,6 +65,17 @@ def count(text: str, minimum: int = 0) -> int:
     return value
 
 
+def count_list(text: str, option: str, what: str, minimum: int = 0) -> list[int]:
+    """Comma-separated counts of at least `minimum` (`count`'s forms); ValueError naming
+    `option` for an empty list, an empty item ('1,,2') or a bad count."""
+    try:
+        out = [count(item, minimum) for item in text.split(",")]
+    except argparse.ArgumentTypeError as exc:
+        raise ValueError(f"{option} takes comma-separated {what} (at least {minimum}), got "
+                         f"{text!r}: {exc}") from None
+    return out
+
+
 def positive_count(text: str) -> int:
     """A count of at least 1 (`count`)."""
     return count(text, 1)

@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from caligo.cli._util import HelpFormatter
+from caligo.cli._util import HelpFormatter, count_list
 from caligo.search.config import (
     PRESETS,
     AlternateValues,
@@ -60,13 +60,7 @@ _SWITCHES: tuple[tuple[str, type[enum.Enum], str | None], ...] = (
 
 
 def _budgets(text: str) -> list[int]:
-    try:
-        out = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError as exc:
-        raise ValueError(f"--budget takes comma-separated iteration counts, got {text!r}") from exc
-    if not out or min(out) < 1:
-        raise ValueError(f"--budget needs positive iteration counts, got {text!r}")
-    return out
+    return count_list(text, "--budget", "iteration counts", 1)
 
 
 def _config(args: argparse.Namespace, budget: int) -> SearchConfig:

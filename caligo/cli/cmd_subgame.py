@@ -15,6 +15,7 @@ from typing import Any
 from caligo.cli._util import (
     Bars,
     HelpFormatter,
+    count_list,
     json_file,
     nonnegative_count,
     output_dir,
@@ -128,11 +129,7 @@ def _margins(args: argparse.Namespace, bars: Bars) -> int:
 def _decided_loss(args: argparse.Namespace, bars: Bars) -> int:
     from caligo.experiments import decided_loss as dl
 
-    try:
-        moves = tuple(int(x) for x in args.moves.split(","))
-    except ValueError:
-        raise ValueError(f"--moves takes comma-separated move numbers, got {args.moves!r}"
-                         ) from None
+    moves = tuple(count_list(args.moves, "--moves", "move numbers", 1))
     config = dl.ReplayConfig(match_seed=args.match_seed, pair=args.pair, game=args.game,
                              moves=moves, time_control=args.tc)
     rows, roots, line = dl.run_replay(config)

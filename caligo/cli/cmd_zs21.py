@@ -13,17 +13,11 @@ import argparse
 import time
 from typing import Any
 
-from caligo.cli._util import HelpFormatter, positive_count
+from caligo.cli._util import HelpFormatter, count_list, positive_count
 
 
 def _budgets(text: str) -> list[int]:
-    try:
-        out = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError as exc:
-        raise ValueError(f"--budget takes comma-separated expansion counts, got {text!r}") from exc
-    if not out or min(out) < 0:
-        raise ValueError(f"--budget needs expansion counts >= 0, got {text!r}")
-    return out
+    return count_list(text, "--budget", "expansion counts", 0)
 
 
 def _exploitability(args: argparse.Namespace) -> int:

@@ -156,3 +156,18 @@ def test_cli_constructions_grid_keeps_profiles_and_strength(tmp_path: Path) -> N
     text = (tmp_path / "strength.md").read_text()
     assert "| kluss |" in text and "| klss |" in text
     assert main(["search", "study", "--grid", "nope", "--out", str(tmp_path)]) == 2
+
+
+@pytest.mark.parametrize(("args", "option"), [
+    (["search", "exploitability", "kuhn_poker", "--budget", "1,,2"], "--budget"),
+    (["zs21", "exploitability", "kuhn_poker", "--budget", "1,,2"], "--budget"),
+    (["experiment", "decided_loss", "--moves", "1,,2"], "--moves"),
+    (["search", "exploitability", "kuhn_poker", "--budget", "10,0"], "--budget"),
+])
+def test_count_lists_are_read_alike_and_refuse_empty_items(
+    args: list[str], option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The search and ZS21 budgets took '1,,2' as '1,2' while decided_loss refused it: one
+    reader (`caligo.cli._util.count_list`) now refuses it everywhere, naming the option."""
+    assert main(args) == 2
+    assert f"{option} takes comma-separated" in capsys.readouterr().err
