@@ -101,7 +101,9 @@ def test_obscuro_options_fill_the_fields_they_name() -> None:
     assert ObscuroConfig().update_threads == 2 and ObscuroConfig(expanders=4).update_threads == 5
     assert ObscuroConfig.from_options({"bthreads": "1"}).update_threads == 1
     # sfdepth=N: the depth of Stockfish's call on a leaf (Obscuro's 1 by default)
-    deep = ObscuroConfig.from_options({"stockfish": "/nowhere/sf", "sfdepth": "2"}).stockfish
+    # (with the built-in evaluator: a named Stockfish that is missing is refused otherwise)
+    deep = ObscuroConfig.from_options({"eval": "simple", "stockfish": "/nowhere/sf",
+                                       "sfdepth": "2"}).stockfish
     assert (deep.depth, deep.path, deep.own_call_cap) == (2, "/nowhere/sf", 8)
     assert ObscuroConfig().stockfish.depth == 1
     assert ObscuroConfig.from_options({"preset": "obscuro_fix"}).preset is Preset.OBSCURO_FIX
@@ -115,8 +117,8 @@ def test_obscuro_options_fill_the_fields_they_name() -> None:
         ObscuroConfig.from_options({"particles": "3"})
     with pytest.raises(OptionError, match="obscuro: invalid ablation 'none2'"):
         ObscuroConfig.from_options({"ablation": "none2"})
-    with pytest.raises(ObscuroConfigError, match="eval=stockfish but no Stockfish"):
-        ObscuroConfig.from_options({"eval": "stockfish", "stockfish": "/nowhere/stockfish"})
+    with pytest.raises(ObscuroConfigError, match="no Stockfish executable at '/nowhere/sf"):
+        ObscuroConfig.from_options({"eval": "stockfish", "stockfish": "/nowhere/sf"})
 
 
 @pytest.mark.parametrize("text,want", [

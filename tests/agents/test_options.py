@@ -7,6 +7,8 @@ values are the ones written in the specs below (nothing computed).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from caligo.agents.obscuro import ObscuroAgent
@@ -86,12 +88,16 @@ def test_simple_see_gives_both_engines_the_exchange_evaluator() -> None:
         assert not paper._evaluator().config.exchange  # type: ignore[attr-defined]
     finally:
         paper.close()
-    for spec in ("obscuro:stockfish=no-such-stockfish", "zs21:stockfish=no-such-stockfish"):
-        blind = create(spec)  # eval=auto with no Stockfish to run
+    for spec in ("obscuro", "zs21"):
+        blind = create(spec)  # eval=auto on a machine with no Stockfish to run: its path is
+        # made a missing one after the spec check (which refuses a missing path named in it)
         try:
             if isinstance(blind, ObscuroAgent):
+                missing = replace(blind.config.stockfish, path="no-such-stockfish")
+                blind.config = replace(blind.config, stockfish=missing)
                 leaf = blind._evaluator()
             else:
+                blind.stockfish_path = "no-such-stockfish"  # type: ignore[attr-defined]
                 leaf = blind._leaf()  # type: ignore[attr-defined]
             assert leaf.config.exchange, spec  # type: ignore[attr-defined]
         finally:
