@@ -90,6 +90,17 @@ def test_match_command_errors(
     assert message in capsys.readouterr().err
 
 
+def _refused_argument(args: list[str], option: str,
+                      capsys: pytest.CaptureFixture[str]) -> str:
+    """argparse's refusal of `option` (exit code 2, the option named): its message."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(args)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}:" in err, err
+    return err
+
+
 @pytest.mark.parametrize("value", ["inf", "nan", "-1", "0", "1e300", "soon"])
 @pytest.mark.parametrize(("command", "option"), [
     (["match", "--engine", "random", "--engine", "random"], "--timeout"),
@@ -102,11 +113,7 @@ def test_durations_must_be_finite_seconds(
     """`caligo match --timeout inf` and `nan` ended in an OverflowError traceback; now argparse
     refuses them, with the option's name, before any pair starts. The web server's durations
     are read by the same type (`caligo.cli._util.seconds`)."""
-    with pytest.raises(SystemExit) as exit_info:
-        main([*command, option, value])
-    assert exit_info.value.code == 2
-    err = capsys.readouterr().err
-    assert f"argument {option}:" in err and "seconds" in err
+    assert "seconds" in _refused_argument([*command, option, value], option, capsys)
 
 
 @pytest.mark.parametrize(("option", "value", "message"), [
@@ -126,11 +133,7 @@ def test_web_serve_limits_are_read_by_the_shared_types(
     """`caligo web serve` reads its counts and its load share with the same argument types as
     every other command (`caligo.cli._util`), so a bad limit is refused before the server
     binds, with the option's name."""
-    with pytest.raises(SystemExit) as exit_info:
-        main(["web", "serve", option, value])
-    assert exit_info.value.code == 2
-    err = capsys.readouterr().err
-    assert f"argument {option}:" in err and message in err
+    assert message in _refused_argument(["web", "serve", option, value], option, capsys)
 
 
 @pytest.mark.parametrize("option", ["--json", "--pgn", "--db"])
@@ -141,11 +144,8 @@ def test_match_outputs_are_checked_before_the_first_game(
     and then lost its result in a FileNotFoundError; the outputs are now checked as arguments."""
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    with pytest.raises(SystemExit) as exit_info:
-        main(["match", "--engine", "random", "--engine", "random", option,
-              str(blocker / "x.out")])
-    assert exit_info.value.code == 2
-    assert f"argument {option}:" in capsys.readouterr().err
+    _refused_argument(["match", "--engine", "random", "--engine", "random", option,
+                       str(blocker / "x.out")], option, capsys)
 
 
 def test_match_json_goes_into_a_new_folder(tmp_path: Path) -> None:
