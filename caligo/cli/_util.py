@@ -113,6 +113,15 @@ def seconds(text: str) -> float:
     return value
 
 
+def read_text(path: str) -> str:
+    """A UTF-8 text file's contents; ValueError naming the file if it is not UTF-8 text."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path!r} is not UTF-8 text ({exc.reason} at byte {exc.start})"
+                         ) from None
+
+
 def output_file(path: str, suffixes: tuple[str, ...] = ()) -> Path:
     """Check, before any work, that a file can be written at `path` (its folder is created).
 

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from caligo.cli._util import HelpFormatter
+from caligo.cli._util import HelpFormatter, read_text
 
 _SIDES = ("white", "black")
 
@@ -65,7 +65,7 @@ def _read_game(source: str, number: int | None) -> Any:
     """Read game `number` (1-based) of the PGN file `source` ('-' = stdin)."""
     from caligo.fow.notation import read_pgn
 
-    text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    text = sys.stdin.read() if source == "-" else read_text(source)
     return read_pgn(text, number)
 
 
@@ -226,7 +226,7 @@ def _last_seen(args: argparse.Namespace) -> int:
     from caligo.fow.notation import read_pgns
 
     games = [(g.start_fen, g.moves) for path in args.pgn
-             for g in read_pgns(Path(path).read_text(encoding="utf-8"))]
+             for g in read_pgns(read_text(path))]
     hints, held = measure(games)
     names = ("pawn", "knight", "bishop", "rook", "queen", "king")
     out: dict[str, Any] = {"games": len(games), "hints": hints.tolist(), "held": held.tolist()}
@@ -260,7 +260,7 @@ def _plausible(args: argparse.Namespace) -> int:
     from caligo.fow.plausible import BINS, THETA, collect, fit, score
 
     games = [(g.start_fen, g.moves) for path in args.pgn
-             for g in read_pgns(Path(path).read_text(encoding="utf-8"))][::args.stride]
+             for g in read_pgns(read_text(path))][::args.stride]
     train: list[Any] = []
     test: list[Any] = []
     for k, game in enumerate(games):

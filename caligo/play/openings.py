@@ -28,8 +28,8 @@ def read_openings(path: str | Path) -> tuple[Opening, ...]:
     """
     path = Path(path)
     try:
-        text = path.read_text()
-    except OSError as exc:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
         raise MatchConfigError(f"cannot read openings {str(path)!r}: {exc}") from None
     out: list[Opening] = []
     try:

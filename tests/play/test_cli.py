@@ -170,3 +170,18 @@ def test_web_serve_refuses_a_file_that_is_not_a_game_database(
 def test_engine_list(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["engine", "--list"]) == 0
     assert "random" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", [
+    ["fow", "belief"], ["fow", "last-seen"], ["fow", "plausible"],
+    ["match", "--engine", "random", "--engine", "random", "--rounds", "1", "--openings"],
+])
+def test_a_file_that_is_not_utf8_is_named(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Python's codec message ('can't decode byte 0xff in position 0') named no file; with
+    several files on the command line the user could not tell which one was bad."""
+    bad = tmp_path / "latin1.pgn"
+    bad.write_bytes(b'\xff\xfe[Event "x"]\n')
+    assert main([*command, str(bad)]) == 2
+    assert str(bad) in capsys.readouterr().err
