@@ -256,13 +256,14 @@ def load_rows(path: Path) -> list[Row]:
         return []
     rows: dict[tuple[str, str, int], Row] = {}
     text = path.read_text(errors="replace")
-    for number, line in enumerate(text.splitlines(), 1):
+    lines = text.splitlines()
+    for number, line in enumerate(lines, 1):
         if line.strip():
             where = f"{str(path)!r} line {number}"
             try:
                 data = json.loads(line)
             except (ValueError, RecursionError) as exc:
-                last = number == len(text.splitlines()) and not text.endswith("\n")
+                last = number == len(lines) and not text.endswith("\n")
                 hint = (" (a partial last line: the run stopped while writing it; delete the "
                         "line to resume)" if last else "")
                 raise SearchError(f"{where} is not a JSON row: {exc}{hint}") from None
