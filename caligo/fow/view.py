@@ -34,6 +34,7 @@ from caligo.fow.position import (
     W_CLOCKS,
     W_EP,
     W_STM,
+    apply_move,
     move_to_uci,
 )
 
@@ -52,6 +53,31 @@ def _check(obs: Any) -> Observation:
     return obs
 
 
+def _stand_in(obs: Observation) -> np.ndarray:
+    """The position the observer's moves are generated from: the observer's pieces, the visible
+    enemy pieces, and a blocker (an enemy pawn) on every fog square."""
+    pos = np.zeros(POS_WORDS, dtype=np.uint64)
+    for code in range(12):
+        pos[code] = np.uint64(obs.pieces[code])
+    them = (1 - obs.player) * 6
+    pos[them] |= np.uint64(obs.fog)
+    pos[W_STM] = np.uint64(obs.player)
+    pos[W_CASTLE] = np.uint64(obs.castling)
+    pos[W_EP] = np.uint64(obs.ep_square)
+    pos[W_CLOCKS] = np.uint64(1 << 32)
+    return pos
+
+
+def _legal_codes(obs: Observation) -> tuple[np.ndarray, list[int]]:
+    """The stand-in position and the kernel codes of the observer's legal moves in it."""
+    pos = _stand_in(obs)
+    if obs.side_to_move != obs.player or not obs.pieces[obs.player * 6 + 5]:
+        return pos, []  # not their turn, or their king was captured (the game is over)
+    buf, n = move_buffer(pos)
+    fog = obs.fog
+    return pos, [int(m) for m in buf[:n] if not (fog >> ((int(m) >> 6) & 63)) & 1]
+
+
 def legal_moves_uci(obs: Observation) -> list[str]:
     """Return the observer's legal moves (UCI, sorted) from the observation alone; [] if it is
     not their turn or the game is over.
@@ -61,21 +87,23 @@ def legal_moves_uci(obs: Observation) -> list[str]:
     destination); moves onto fog squares are then dropped (pawn "captures" of a blocker).
     """
     _check(obs)
-    if obs.side_to_move != obs.player or not obs.pieces[obs.player * 6 + 5]:
-        return []  # not their turn, or their king was captured (the game is over)
-    pos = np.zeros(POS_WORDS, dtype=np.uint64)
-    for code in range(12):
-        pos[code] = np.uint64(obs.pieces[code])
-    them = (1 - obs.player) * 6
-    pos[them] |= np.uint64(obs.fog)  # blockers, as enemy pawns
-    pos[W_STM] = np.uint64(obs.player)
-    pos[W_CASTLE] = np.uint64(obs.castling)
-    pos[W_EP] = np.uint64(obs.ep_square)
-    pos[W_CLOCKS] = np.uint64(1 << 32)
-    buf, n = move_buffer(pos)
-    fog = obs.fog
-    out = [move_to_uci(int(m)) for m in buf[:n] if not (fog >> ((int(m) >> 6) & 63)) & 1]
-    return sorted(out)
+    return sorted(move_to_uci(m) for m in _legal_codes(obs)[1])
+
+
+def own_pieces_after(obs: Observation, move: str) -> tuple[int, ...]:
+    """Return the observer's six own piece bitboards (pawn to king) after playing `move` (UCI)
+    from `obs`: what their next observation must show of their own pieces. Own pieces are
+    always visible and a move changes only them and the captured piece, so this needs nothing
+    hidden. Raise ValueError if `move` is not one of `legal_moves_uci(obs)`."""
+    _check(obs)
+    pos, codes = _legal_codes(obs)
+    code = next((m for m in codes if move_to_uci(m) == move), None)
+    if code is None:
+        raise ValueError(f"{move!r} is not a legal move of {obs.dark_fen()!r}")
+    after = np.empty_like(pos)
+    apply_move(pos, code, after)
+    base = obs.player * 6
+    return tuple(int(after[base + k]) for k in range(6))
 
 
 def lost_squares(prev: Observation | None, obs: Observation) -> list[str]:

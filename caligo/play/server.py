@@ -13,7 +13,9 @@ parse and its `observation` must be the engine's view of it, a `force` must be o
 moves of the engine's latest observation (`caligo.fow.view.legal_moves_uci`), a `go`'s `legal`
 list must be exactly those moves, a `force` or `go` must be for the engine's own ply and come
 once a ply, and an `observe` after the engine's own ply must name the move it played (`null`
-after the opponent's). Anything else is answered with `error` and dropped, so
+after the opponent's) and show the engine's own pieces as that move left them (after the
+opponent's ply: no new own piece, at most one fewer), the other side to move and no castling
+right regained. Anything else is answered with `error` and dropped, so
 a broken referee cannot make the agent search from a corrupt state. An input that got an `error`
 reply is logged as one warning line; a traceback is logged only for an agent that fails with an
 exception that is not a `CaligoError` (a bug, not bad input).
@@ -58,7 +60,7 @@ from caligo.errors import CaligoError
 from caligo.fow.errors import FenError
 from caligo.fow.observation import Observation, observe
 from caligo.fow.position import from_fen, move_to_uci
-from caligo.fow.view import legal_moves_uci
+from caligo.fow.view import legal_moves_uci, own_pieces_after
 from caligo.play.referee import AgentSeat
 
 log = logging.getLogger(__name__)
@@ -242,10 +244,40 @@ class EngineServer:
                 message.ply,
             )
             return
+        problem = self._contradiction(message.observation)
+        if problem:
+            self.error(f"observe for ply {message.ply}: {problem}", message.ply)
+            return
         self.seat.deliver(message)
         self.ply = message.ply
         self.observation = message.observation
         self._played = None
+
+    def _contradiction(self, obs: Observation) -> str | None:
+        """What in `obs` contradicts the engine's previous observation and own move, if any.
+
+        After its own ply the engine knows its own pieces exactly (its move applied to them);
+        after the opponent's it has at most one piece fewer and no new one. Side to move passes
+        to the other player, and castling rights are never regained."""
+        prev = self.observation
+        assert prev is not None  # set with the game (`_new_game`)
+        base = prev.player * 6
+        own = obs.pieces[base:base + 6]
+        if obs.side_to_move == prev.side_to_move:
+            return f"{COLOR_NAMES[obs.side_to_move]} is still to move in {obs.dark_fen()!r}"
+        if obs.castling & ~prev.castling:
+            return f"castling rights regained in {obs.dark_fen()!r}"
+        if self._played is not None:
+            if own != own_pieces_after(prev, self._played):
+                return (f"the engine's own pieces in {obs.dark_fen()!r} are not those after "
+                        f"its move {self._played!r}")
+            return None
+        before = prev.pieces[base:base + 6]
+        if any(a & ~b for a, b in zip(own, before, strict=True)):
+            return f"a piece of the engine's appeared or moved in {obs.dark_fen()!r}"
+        if (prev.own & ~obs.own).bit_count() > 1:
+            return f"the opponent's one move took more than one piece in {obs.dark_fen()!r}"
+        return None
 
     def _legal(self) -> list[str]:
         assert self.observation is not None  # set with the game (`_new_game`)

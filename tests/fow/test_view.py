@@ -1,7 +1,8 @@
 """Player views: built from observations only, legal moves known, fog unmistakable.
 
 Expected values: the true move list of the position (part A's `legal_moves`) for the legal moves
-a view derives from the observation alone; for the hints, a scripted game (1.e4 d5 2.a3 dxe4:
+a view derives from the observation alone; python-chess's board after the move (not ours) for the
+own pieces a move leaves; for the hints, a scripted game (1.e4 d5 2.a3 dxe4:
 white's e4 pawn is captured on e4, so white's hint is "lost e4").
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 
+import chess
 import numpy as np
 import pytest
 
@@ -26,7 +28,13 @@ from caligo.fow.position import (
     move_from_uci,
     move_to_uci,
 )
-from caligo.fow.view import legal_moves_uci, player_view, view_data, view_svg
+from caligo.fow.view import (
+    legal_moves_uci,
+    own_pieces_after,
+    player_view,
+    view_data,
+    view_svg,
+)
 
 _UNDO = np.empty(UNDO_WORDS, dtype=np.uint64)
 
@@ -47,6 +55,28 @@ def test_legal_moves_from_the_observation_equal_the_true_ones() -> None:
             checked += 1
             make_move(pos, rng.choice(moves), _UNDO)
     assert checked > 5000
+
+
+def test_own_pieces_after_a_move_match_python_chess() -> None:
+    """Random legal games in python-chess, castling, en passant and promotions included: the
+    own pieces `own_pieces_after` predicts from the observation alone are python-chess's."""
+    rng = random.Random(9)
+    seen: set[str] = set()
+    for _ in range(200):
+        board = chess.Board()
+        while not board.is_game_over() and board.ply() < 160:
+            move = rng.choice(list(board.legal_moves))
+            mover = WHITE if board.turn == chess.WHITE else BLACK
+            obs = observe(from_fen(board.fen()), mover)
+            kinds = (board.is_castling(move), board.is_en_passant(move), bool(move.promotion))
+            seen.update(k for k, on in zip(("castle", "ep", "promo"), kinds, strict=True) if on)
+            board.push(move)
+            expected = tuple(int(board.pieces_mask(t, board.turn == chess.BLACK))
+                             for t in chess.PIECE_TYPES)
+            assert own_pieces_after(obs, move.uci()) == expected, (board.fen(), move)
+    assert seen == {"castle", "ep", "promo"}
+    with pytest.raises(ValueError, match="'e2e5' is not a legal move"):
+        own_pieces_after(observe(from_fen(STARTING_FEN), WHITE), "e2e5")
 
 
 def _play(pos: np.ndarray, *ucis: str) -> None:

@@ -260,3 +260,54 @@ def test_caligo_engine_plays_a_normal_game_after_hostile_lines() -> None:
         assert agent.restarts == 0 and agent.process.pid == pid  # the same process throughout
     finally:
         agent.close()
+
+
+def test_engine_server_refuses_an_observe_its_own_pieces_contradict() -> None:
+    """An observe whose own pieces, side to move or castling rights cannot follow from the
+    engine's previous observation and own move is refused; the consistent one is delivered.
+
+    Expected values: the rules of chess (docs/protocol.md) — after 1. e4 White's pawn stands on
+    e4, never e3; an opponent's move captures at most one piece and adds none of White's; the
+    turn passes to the other player; castling rights are never regained."""
+    server, spy, out = _server()
+    for line in (HELLO, newgame(), '{"type":"force","game":"g","ply":1,"move":"e2e4"}'):
+        assert server.handle_line(line.encode())
+    out.clear()
+
+    def observe(ply: int, view: str, own: str | None) -> str:
+        message = {"type": "observe", "game": "g", "ply": ply, "own_move": own}
+        assert server.handle_line(json.dumps({**message, "observation": view}).encode())
+        if not out:
+            return ""
+        reply = decode_engine_message(out.pop())
+        assert isinstance(reply, ErrorReply) and reply.ply == ply, reply
+        return reply.message
+
+    fog = "????????/????????/????????/????????"
+    assert "not those after its move 'e2e4'" in observe(
+        1, f"{fog}/8/4P3/PPPP1PPP/RNBQKBNR b KQ -", "e2e4")
+    assert "white is still to move" in observe(1, f"{fog}/4P3/8/PPPP1PPP/RNBQKBNR w KQ -", "e2e4")
+    assert spy.calls == ["new_game", "force"] and server.ply == 0
+    assert observe(1, f"{fog}/4P3/8/PPPP1PPP/RNBQKBNR b KQ -", "e2e4") == ""
+    assert spy.calls == ["new_game", "force", "observe"] and server.ply == 1
+
+    # ply 2, Black's move: nothing of White's may appear, move, or vanish twice over
+    assert "appeared or moved" in observe(2, f"{fog}/4P3/4N3/PPPP1PPP/RNBQKBNR w KQ -", None)
+    assert "appeared or moved" in observe(2, f"{fog}/4P3/8/PPPP1PPP/RNBQKBRN w KQ -", None)
+    assert "more than one piece" in observe(2, f"{fog}/4P3/8/2PP1PPP/RNBQKBNR w KQ -", None)
+    assert spy.calls == ["new_game", "force", "observe"] and server.ply == 1
+    assert observe(2, f"{fog}/4P3/8/1PPP1PPP/RNBQKBNR w KQ -", None) == ""  # a2 taken: one piece
+    assert spy.calls == ["new_game", "force", "observe", "observe"] and server.ply == 2
+
+    # a game that starts without White's queenside right cannot be given it back
+    start = STARTING_FEN.replace(" KQkq ", " K ")
+    for line in ('{"type":"gameover","game":"g","result":"*","termination":"aborted"}',
+                 newgame("k", start=start, observation=WHITE_VIEW.replace(" KQ ", " K ")),
+                 '{"type":"force","game":"k","ply":1,"move":"e2e4"}'):
+        assert server.handle_line(line.encode())
+    assert not out
+    message = {"type": "observe", "game": "k", "ply": 1, "own_move": "e2e4",
+               "observation": f"{fog}/4P3/8/PPPP1PPP/RNBQKBNR b KQ -"}
+    assert server.handle_line(json.dumps(message).encode())
+    err = decode_engine_message(out.pop())
+    assert isinstance(err, ErrorReply) and "castling rights regained" in err.message, err
