@@ -47,8 +47,11 @@ class HelpFormatter(argparse.HelpFormatter):
         return "\n\n".join(out)
 
 
+MAX_COUNT = 10**12  # iterations, nodes, games...: days of work at a million a second
+
+
 def count(text: str, minimum: int = 0) -> int:
-    """An integer count that also reads 1e6, 1_000_000 and 1,000,000."""
+    """An integer count in [minimum, MAX_COUNT] that also reads 1e6, 1_000_000 and 1,000,000."""
     raw = text.strip().replace(",", "")
     try:
         value = int(raw)
@@ -62,6 +65,8 @@ def count(text: str, minimum: int = 0) -> int:
         value = int(f)
     if value < minimum:
         raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {text!r}")
+    if value > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_COUNT:.0e}, got {text!r}")
     return value
 
 

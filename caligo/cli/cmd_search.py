@@ -157,6 +157,14 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _names(text: str, sep: str, option: str) -> tuple[str, ...]:
+    """The `sep`-separated names of `option`; ValueError for an empty one (`a;;b`, ``)."""
+    names = tuple(n.strip() for n in text.split(sep))
+    if not all(names):
+        raise ValueError(f"{option} {text!r}: an empty name (names are {sep!r}-separated)")
+    return names
+
+
 def _study(args: argparse.Namespace) -> int:
     from caligo.search import study, study_report
 
@@ -164,10 +172,10 @@ def _study(args: argparse.Namespace) -> int:
         raise ValueError(f"unknown grid {args.grid!r}; known: {', '.join(study.GRIDS)}")
     grid = study.GRIDS[args.grid]
     out = Path(args.out if args.out is not None else grid.out)
-    games = tuple(args.games.split(";")) if args.games else grid.games
+    games = _names(args.games, ";", "--games") if args.games is not None else grid.games
     variants = grid.variants
-    if args.variants:
-        want = set(args.variants.split(","))
+    if args.variants is not None:
+        want = set(_names(args.variants, ",", "--variants"))
         unknown = want - {v.label for v in variants}
         if unknown:
             raise ValueError(f"unknown variants {sorted(unknown)}; known: "

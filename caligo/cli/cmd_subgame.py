@@ -42,7 +42,9 @@ def _rows(text: str | None) -> tuple[str, ...] | None:
         return None
     from caligo.experiments.table1 import row_by_key
 
-    keys = tuple(k.strip() for k in text.split(",") if k.strip())
+    keys = tuple(k.strip() for k in text.split(","))
+    if not any(keys):
+        raise ValueError(f"--rows {text!r} names no row; rows: {ROW_KEYS}")
     for k in keys:
         row_by_key(k)
     return keys

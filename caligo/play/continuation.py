@@ -80,6 +80,9 @@ def read_prior(path: Path, config: MatchConfig, from_pair: int | None = None) ->
     if from_pair is not None and (isinstance(from_pair, bool) or not isinstance(from_pair, int)
                                   or from_pair < 1):
         raise MatchConfigError(f"--from-pair must be a pair number >= 1, got {from_pair!r}")
+    if from_pair is not None and from_pair > config.rounds:
+        raise MatchConfigError(f"--from-pair {from_pair} is past --rounds {config.rounds}: "
+                               "no pair would be played")
     try:
         with path.open("rb") as f:
             raw = f.read(MAX_RESULT_BYTES + 1)

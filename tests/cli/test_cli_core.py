@@ -60,6 +60,7 @@ def test_counts_accept_scientific_and_underscores(capsys: pytest.CaptureFixture[
 @pytest.mark.parametrize("argv, words", [
     (["solve", "kuhn_poker", "--iters", "-5"], "at least 0"),
     (["solve", "kuhn_poker", "--iters", "1.5"], "whole number"),
+    (["solve", "kuhn_poker", "--iters", "1e300"], "at most 1e+12"),  # ran for ever
     (["solve", "kuhn_poker", "--max-nodes", "0"], "at least 1"),
     (["solve", "kuhn_poker", "--plot", "out.foo"], ".png"),
     (["experiment", "comparison", "--workers", "0"], "at least 1"),
@@ -89,7 +90,9 @@ def test_output_paths_are_checked_first(tmp_path: Path,
 def test_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     for argv in (["games", "show", "matching_pennies_n(n=2.5)"],
                  ["solve", "goofspiel(num_cards=0)"],
-                 ["experiment", "table1", "--rows", "nope"]):
+                 ["experiment", "table1", "--rows", "nope"],
+                 ["experiment", "table1", "--rows", ""],  # ran no row, rc 0
+                 ["experiment", "table1", "--rows", "kuhn,,leduc"]):
         status, _, err = _run(argv, capsys)
         assert status == 2
         assert err.startswith("caligo: error: ") and err.count("\n") == 1, err

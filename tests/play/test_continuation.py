@@ -72,8 +72,9 @@ def test_an_sprt_continues_to_the_same_decision(tmp_path: Path) -> None:
 
 def test_a_file_without_its_pairs_needs_a_first_pair(tmp_path: Path) -> None:
     """A file written before pairs were listed (as docs/strength's older results): refused
-    without --from-pair, refused at a number its pairs may reach, and continued from a
-    number above them; the new file lists its own pairs and says where the others end."""
+    without --from-pair, refused at a number its pairs may reach or past the last round, and
+    continued from a number above them; the new file lists its own pairs and says where the
+    others end."""
     old = tmp_path / "old.json"
     run_match(config(3), Outputs(json=old))
     data = json.loads(old.read_text())
@@ -83,6 +84,8 @@ def test_a_file_without_its_pairs_needs_a_first_pair(tmp_path: Path) -> None:
         read_prior(old, config(8))
     with pytest.raises(MatchConfigError, match="--from-pair 3"):
         read_prior(old, config(8), from_pair=3)
+    with pytest.raises(MatchConfigError, match="--from-pair 9 is past --rounds 8"):
+        read_prior(old, config(8), from_pair=9)  # nothing left to play
     prior = read_prior(old, config(8), from_pair=6)
     assert prior.unlisted == 3 and prior.first_new == 5
     new = tmp_path / "new.json"

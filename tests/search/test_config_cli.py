@@ -80,6 +80,11 @@ def test_cli_exploitability_writes_rows(tmp_path: Path, capsys: pytest.CaptureFi
     ["search", "exploitability", "not_a_game"],
     ["search", "exploitability", "kuhn_poker", "--budget", "ten"],
     ["search", "exploitability", "kuhn_poker", "--seeds", "0"],
+    ["search", "exploitability", "kuhn_poker", "--budget", "10,1e13"],  # ran for ever
+    # empty selections: they ran the whole grid (--games '') or nothing, with rc 0
+    ["search", "study", "--games", ""],
+    ["search", "study", "--games", "kuhn_poker;;leduc_poker"],
+    ["search", "study", "--variants", ""],
 ])
 def test_cli_bad_input_is_a_clear_error(argv: list[str],
                                         capsys: pytest.CaptureFixture[str]) -> None:
