@@ -154,6 +154,28 @@ def test_openings_force_both_games_of_a_pair(tmp_path: Path) -> None:
         read_openings(bad)
 
 
+
+@pytest.mark.parametrize(("suffix", "text", "words"), [
+    # Fog of War (chess.com; Obscuro appendix A): capturing the king ends the game
+    (".pgn", '[Variant "Fog of War"]\n\n1. e4 f6 2. Qh5 a6 3. Qxe8 1-0\n',
+     "opening 1: its move 5 (h5e8) ends the game (king capture, 1-0)"),
+    # FIDE 9.2.2: the start position for the third time after 1. Nf3 Nf6 2. Ng1 Ng8 (twice)
+    (".pgn", '[Variant "Fog of War"]\n\n1. e4 *\n\n[Variant "Fog of War"]\n\n'
+     "1. Nf3 Nf6 2. Ng1 Ng8 3. Nf3 Nf6 4. Ng1 Ng8 1/2-1/2\n",
+     "opening 2: its move 8 (f6g8) ends the game (threefold repetition, 1/2-1/2)"),
+    # FIDE 9.3: 100 plies without a pawn move or capture
+    (".epd", "4k3/8/8/8/8/8/8/R3K3 w Q - 100 80\n", "over at its start"),
+])
+def test_an_opening_that_ends_the_game_is_refused_when_read(
+        tmp_path: Path, suffix: str, text: str, words: str) -> None:
+    """Found before any pair: it used to fail at play time ("pair 1 failed three times")."""
+    book = tmp_path / f"book{suffix}"
+    book.write_text(text)
+    with pytest.raises(MatchConfigError) as info:
+        read_openings(book)
+    assert words in str(info.value) and str(book) in str(info.value)
+
+
 def test_time_odds_and_config_errors(tmp_path: Path) -> None:
     tcs = [TimeControl.parse("60+1"), TimeControl.parse("30+0.5")]
     engines = engine_configs(["random", "random"], tcs)
