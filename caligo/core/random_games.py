@@ -78,8 +78,12 @@ def random_game(
     def utility_fn(h: tuple[int, ...]) -> float:
         return rng("u", h).randrange(-4, 5) / 4.0
 
+    given = (("max_depth", max_depth, 4), ("max_actions", max_actions, 3),
+             ("alphabet", alphabet, 2), ("terminal_prob", terminal_prob, 0.2),
+             ("chance_prob", chance_prob, 0.2))
+    params = "".join(f",{k}={v!r}" for k, v, default in given if v != default)
     return TableGame(
-        f"random_game(seed={seed})",
+        f"random_game(seed={seed}{params})",
         player_fn,
         actions_fn,
         observe_fn,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import re
 
 import numpy as np
 import pyspiel
@@ -94,6 +95,19 @@ def test_bad_game_strings_raise_a_game_error(spec: str, cls: type, words: str) -
         load_game(spec)
     assert words in str(info.value)
     assert isinstance(info.value, CaligoError)
+
+
+def test_a_random_game_is_named_by_every_parameter_it_was_given() -> None:
+    """The name loads the same game again, and the node-limit error names the game asked for
+    (it said `random_game(seed=2)` for any depth, branching or probabilities)."""
+    spec = "random_game(seed=2,max_depth=12,max_actions=5,terminal_prob=0.05)"
+    with pytest.raises(GameError, match=re.escape(f"game {spec!r} has more than 1000 nodes")):
+        load_game(spec, max_nodes=1000)
+    small = load_game("random_game(seed=2,max_depth=5,chance_prob=0.5)")
+    assert small.name == "random_game(seed=2,max_depth=5,chance_prob=0.5)"
+    again = load_game(small.name)
+    assert (again.num_nodes, again.num_infosets) == (small.num_nodes, small.num_infosets)
+    assert load_game("random_game(seed=2)").name == "random_game(seed=2)"
 
 
 def test_strategy_validation_at_the_public_boundary() -> None:
