@@ -266,6 +266,11 @@ def _plausible(args: argparse.Namespace) -> int:
     for k, game in enumerate(games):
         (test if k % args.holdout == args.holdout - 1 else train).extend(
             collect([game], cap=args.cap))
+    if not train or not test:
+        raise ValueError(
+            f"{len(games)} games give {len(train)} decisions to fit and {len(test)} held out "
+            f"(every {args.holdout}th game): both are needed; give more games or another "
+            "--holdout")
     theta = fit(train)
     now = np.asarray(THETA, dtype=np.float64).reshape(-1)
     scores = {"train": score(train, theta), "test": score(test, theta),

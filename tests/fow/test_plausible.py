@@ -109,7 +109,7 @@ def test_collect_records_exact_ps_that_hold_the_truth(tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """At every decision `collect` keeps, P is exact and holds the true position, so the
     truth's feature row is one of P's, and P's rows count |P| positions; the command fits and
-    scores the games it is given."""
+    scores the games it is given, and refuses to score none."""
     games = [_random_plies(seed, 40) for seed in (3, 4)]
     data = list(collect([(STARTING_FEN, g.moves) for g in games], first_ply=4, cap=20_000))
     assert len(data) > 10
@@ -126,3 +126,6 @@ def test_collect_records_exact_ps_that_hold_the_truth(tmp_path: Path,
     assert out["test"]["loglik_uniform"] < 0
     assert main(["fow", "plausible", str(path), "--holdout", "2"]) == 0
     assert "held out" in capsys.readouterr().out
+    # nothing held out (two games, every 4th held out): it printed a score of 0 decisions
+    assert main(["fow", "plausible", str(path)]) == 2
+    assert "0 held out (every 4th game): both are needed" in capsys.readouterr().err
