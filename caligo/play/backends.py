@@ -22,6 +22,7 @@ import logging
 import multiprocessing
 import multiprocessing.util
 import os
+import socket
 from collections import deque
 from typing import Any, Protocol
 
@@ -135,6 +136,26 @@ def start_ray(ray: Any, address: str | None, **kwargs: Any) -> None:
     ray.init(address=address, **kwargs)
 
 
+PROBE_TIMEOUT_S = 5.0
+
+
+def probe_ray_address(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> None:
+    """MatchConfigError unless `address` ("host:port" or "ray://host:port"; "auto" and "local"
+    are left to Ray) accepts a TCP connection within `timeout_s`: `ray.init` retries an
+    unreachable cluster for about two minutes before it fails."""
+    if address in ("auto", "local"):
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise MatchConfigError(f"Ray address {address!r}: expected host:port, ray://host:port, "
+                               "auto or local")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        raise MatchConfigError(f"Ray address {address!r} does not answer: {exc}") from None
+
+
 class RayBackend:
     """Pairs on Ray actors, at most two in flight per actor (one running, one queued)."""
 
@@ -149,6 +170,8 @@ class RayBackend:
         address = address or os.environ.get("RAY_ADDRESS") or None
         self._started = not ray.is_initialized()
         if self._started:
+            if address is not None:
+                probe_ray_address(address)
             kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
             if address is None:
                 kwargs["num_cpus"] = max(workers * cpus, os.cpu_count() or 1)

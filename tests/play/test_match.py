@@ -8,6 +8,7 @@ the files read back with `caligo.fow.notation.read_pgns` and `caligo.fow.transcr
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -227,3 +228,25 @@ def test_thousand_random_games(capsys: pytest.CaptureFixture[str]) -> None:
             f"\n{t.games} random games: +{t.wins} ={t.draws} -{t.losses}, penta {list(t.penta)}, "
             f"White's share {100 * t.white_share:.1f}%, terminations {dict(result.terminations)}"
         )
+
+
+def test_a_ray_address_that_does_not_answer_is_refused_at_once() -> None:
+    """`ray.init` retries an unreachable cluster for about two minutes; the probe refuses it
+    first. Expected values: the operating system's own answers on this machine (a port just
+    closed refuses, a listening one accepts)."""
+    from caligo.play.backends import probe_ray_address
+
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        probe_ray_address(f"127.0.0.1:{listening.getsockname()[1]}")
+        probe_ray_address(f"ray://127.0.0.1:{listening.getsockname()[1]}")
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    with pytest.raises(MatchConfigError, match=f"'127.0.0.1:{port}' does not answer"):
+        probe_ray_address(f"127.0.0.1:{port}")
+    for bad in ("nohost", "host:", "host:99999", ":6379"):
+        with pytest.raises(MatchConfigError, match="expected host:port"):
+            probe_ray_address(bad)
+    probe_ray_address("auto")  # left to Ray

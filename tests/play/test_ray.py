@@ -8,6 +8,7 @@ Expected values: the local run of the same match (the match seed fixes every gam
 from __future__ import annotations
 
 import dataclasses
+import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +33,23 @@ def local_ray() -> Iterator[None]:
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
+
+
+def test_an_unreachable_cluster_is_an_error_before_ray_retries(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`caligo match --backend ray --address` to a port nobody listens on: a one-line error
+    naming the address, not Ray's two minutes of retries (a closed port refuses at once)."""
+    from caligo.cli import main
+
+    if ray.is_initialized():  # it runs before the tests that start `local_ray`
+        pytest.skip("a Ray instance of this process is up: the backend would join it")
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    argv = ["match", "--engine", "random", "--engine", "random", "--rounds", "1",
+            "--backend", "ray", "--address", f"127.0.0.1:{port}"]
+    assert main(argv) == 2
+    assert f"Ray address '127.0.0.1:{port}' does not answer" in capsys.readouterr().err
 
 
 def test_ray_matches_local_and_sprt_cancels(tmp_path: Path, local_ray: None) -> None:
@@ -81,3 +99,4 @@ def test_an_actor_reserves_the_cpus_of_its_pair(local_ray: None) -> None:
         MatchConfig(engine_configs(["random", "random:seed=4"], []), rounds=1, cpus_per_pair=2)
     with pytest.raises(MatchConfigError, match="cpus per pair must be a positive integer, got 0"):
         MatchConfig(engine_configs(["random", "random:seed=4"], []), rounds=1, cpus_per_pair=0)
+
