@@ -39,6 +39,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Container, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -92,11 +93,21 @@ class PoolLoad:
     span_s: float
     max_wait_s: float
     games: int = 0
+    by_game: Mapping[str, float] | None = None
+    """The busy seconds of each game served (None when unknown)."""
 
     @property
     def utilisation(self) -> float:
         """The busy share of the workers' time (0 when nothing was measured)."""
         return self.busy_s / (self.span_s * self.workers) if self.span_s > 0 else 0.0
+
+    def utilisation_of(self, games: Container[str]) -> float:
+        """The busy share of the workers' time spent on `games` (all of it when the split by
+        game is unknown)."""
+        if self.by_game is None:
+            return self.utilisation
+        busy = sum(b for g, b in self.by_game.items() if g in games)
+        return busy / (self.span_s * self.workers) if self.span_s > 0 else 0.0
 
 
 class Workers(Protocol):
@@ -252,14 +263,14 @@ class _Pool:
         since = now - window_s
         span = min(window_s, now - self._born)
         busy = wait = 0.0
-        games: set[str] = set()
+        games: dict[str, float] = {}
         for end, work, w, game in reversed(self._recent):
             if end < since:
                 break
             busy += work
             wait = max(wait, w)
-            games.add(game)
-        return PoolLoad(len(self._slots), busy, span, wait, len(games))
+            games[game] = games.get(game, 0.0) + work
+        return PoolLoad(len(self._slots), busy, span, wait, len(games), games)
 
     def stats(self) -> WorkerStats:
         waits = tuple(self._waits)

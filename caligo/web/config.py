@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from caligo.agents import registry
 from caligo.agents.base import TcKind, TimeControl
 from caligo.agents.ladder import DEFAULT_LEVEL
+from caligo.agents.ladder import level as ladder_level
 from caligo.play.workers import WorkerError, parse_workers
 from caligo.web.errors import WebConfigError
 
@@ -59,6 +60,15 @@ def with_level(agent: str, number: int) -> str:
     spec = registry.parse_spec(agent)
     options = [f"{k}={v}" for k, v in spec.options if k != "level"] + [f"level={number}"]
     return f"{spec.name}:{','.join(options)}"
+
+
+def engine_works(agent: str) -> bool:
+    """Whether the engine `agent` (a registry spec; a ladder level's engine for the ladder)
+    searches at all: a random mover costs the workers nothing."""
+    spec = registry.parse_spec(agent)
+    if spec.name == LADDER_AGENT:
+        spec = registry.parse_spec(ladder_level(level_of(agent)).spec)
+    return spec.name not in NO_BUDGET_AGENTS
 
 
 def uses_strength(agent: str) -> bool:
@@ -139,6 +149,7 @@ __all__ = [
     "NO_BUDGET_AGENTS",
     "WebConfig",
     "engine_label",
+    "engine_works",
     "level_of",
     "strength_text",
     "uses_levels",

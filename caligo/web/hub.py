@@ -30,9 +30,9 @@ from caligo.web.config import (
     UNTIMED_MOVE_TIMEOUT_MS,
     WebConfig,
     engine_label,
+    engine_works,
     level_of,
     uses_levels,
-    uses_strength,
     with_level,
 )
 from caligo.web.errors import (
@@ -119,12 +119,13 @@ class GameHub:
                 "busy",
                 retry_after=60,
             )
-        why = self.engine_full()
+        why = self.engine_full(agent)
         if why is not None:
             raise ServerBusyError(f"the server is full: {why}; try again in {ADMIT_RETRY_S} "
                                   "seconds", "busy", retry_after=ADMIT_RETRY_S)
         self.rates.take(client)
-        self._admitted.append(self.now())
+        if engine_works(agent):  # a random mover's game loads no engine
+            self._admitted.append(self.now())
         if request.color is ColorChoice.RANDOM:
             human = self._rng.randrange(2)
         else:
@@ -245,27 +246,32 @@ class GameHub:
         await live.start()
         return live
 
-    def engine_full(self) -> str | None:
-        """Why a new game would overload the engines, or None (admission by load).
+    def engine_full(self, agent: str) -> str | None:
+        """Why a new game of engine `agent` would overload the engines, or None (admission by
+        load).
 
         The engines' queue is first come, first served, and its waits come out of the
-        engine's clock, so a game is admitted only while the games already running leave the
+        engine's clock, so a game is admitted only while the games still running leave the
         workers room: their busy share over the last `ADMIT_WINDOW_S` seconds is under
-        `engine_load`, no job of that span waited `ADMIT_WAIT_S` for a worker, and the load
+        `engine_load` (a game that ended or was unloaded no longer loads them, so a player
+        whose game just ended starts the next one), no job of that span waited `ADMIT_WAIT_S`
+        for a worker, and the load
         projected with the games admitted in the last `ADMIT_BURST_S` seconds (whose load
         does not show at once) and this one stays within `engine_load`. A game is projected
         at the measured share of a game that played in the window (busy share / games), or,
         before any game was measured, at `engine_load / (games_per_worker x workers)`: a
         quick player's games then take more of the workers than a slow one's, and a server
         of slow players admits more of them. Games nobody plays cost nothing and never count;
-        an engine without a budget (`NO_BUDGET_AGENTS`) is never the reason.
+        an engine that does no work (`engine_works`: a random mover, the ladder's level 1) is
+        never refused.
         """
         target = self.config.engine_load
-        if target <= 0.0 or not uses_strength(self.config.agent):
+        if target <= 0.0 or not engine_works(agent):
             return None  # off, or an engine that does no work (random)
         load = self.workers.load(ADMIT_WINDOW_S)
-        if load.utilisation >= target:
-            return (f"its engines were busy {100 * load.utilisation:.0f}% of the last "
+        running = load.utilisation_of(self.live)
+        if running >= target:
+            return (f"its engines were busy {100 * running:.0f}% of the last "
                     f"{load.span_s:.0f} s")
         if load.max_wait_s >= ADMIT_WAIT_S:
             return f"an engine move waited {load.max_wait_s:.1f} s for a worker"
@@ -277,7 +283,7 @@ class GameHub:
             per_game = load.utilisation / load.games
         elif self.config.games_per_worker and load.workers:
             per_game = target / (self.config.games_per_worker * load.workers)
-        projected = load.utilisation + per_game * (len(self._admitted) + 1)
+        projected = running + per_game * (len(self._admitted) + 1)
         if per_game and projected > target + 1e-9:
             return (f"{len(self._admitted)} games started in the last {ADMIT_BURST_S:.0f} s "
                     f"and this one would bring its engines to {100 * projected:.0f}%")

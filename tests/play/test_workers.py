@@ -266,8 +266,8 @@ def test_ray_workers_give_the_same_moves_as_local_workers() -> None:
 def test_the_pool_measures_how_busy_its_workers_were() -> None:
     """`load()`: the seconds of work the workers did in a recent span (each job from its start
     on a worker to its answer), the span itself, the longest wait for a worker and the
-    number of games served; the server's admission reads it. Two games on one worker: the
-    second one's jobs wait."""
+    number of games served, with each game's share; the server's admission reads it. Two
+    games on one worker: the second one's jobs wait."""
 
     async def run() -> tuple[Any, Any, float]:
         pool = ThreadWorkers(1)
@@ -284,4 +284,9 @@ def test_the_pool_measures_how_busy_its_workers_were() -> None:
     assert 0 < load.utilisation <= 1
     assert load.max_wait_s > 0  # two games on one worker: a job waited
     assert load.games == 2  # the games its jobs served (admission's share of a game)
+    assert load.by_game is not None and set(load.by_game) == {"b0", "b1"}
+    assert sum(load.by_game.values()) == pytest.approx(load.busy_s)  # split by game
+    assert load.utilisation_of({"b0", "b1"}) == pytest.approx(load.utilisation)
+    assert load.utilisation_of({"b1"}) == pytest.approx(load.by_game["b1"] / load.span_s)
+    assert load.utilisation_of(()) == 0  # games that ended no longer count
     assert none.busy_s == 0 and none.utilisation == 0 and none.games == 0

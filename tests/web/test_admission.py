@@ -262,13 +262,14 @@ ENGINE = "obscuro:eval=simple,budget=iters=30"
 
 
 def _loaded(s: Server, monkeypatch: pytest.MonkeyPatch, busy: float, wait: float,
-            games: int = 0) -> None:
+            games: int = 0, by_game: dict[str, float] | None = None) -> None:
     """The hub's workers report `busy` of their time busy over 30 s, a `wait` s wait, and
-    `games` games served."""
+    `games` games served (`by_game`: each one's share of the 30 s, if known)."""
     from caligo.play.workers import PoolLoad
 
+    split = None if by_game is None else {g: b * 30.0 for g, b in by_game.items()}
     monkeypatch.setattr(s.app.state.hub.workers, "load",
-                        lambda window_s=30.0: PoolLoad(1, busy * 30.0, 30.0, wait, games))
+                        lambda window_s=30.0: PoolLoad(1, busy * 30.0, 30.0, wait, games, split))
 
 
 def test_busy_engines_make_the_server_full(make: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -324,3 +325,34 @@ def test_an_engine_without_work_or_the_rule_off_is_never_refused_for_load(
         s = make(games_per_minute=0, games_per_client=0, games_per_worker=1, **kw)
         _loaded(s, monkeypatch, busy=1.0, wait=10.0)
         assert [s.post(peer=f"10.0.2.{i}").status_code for i in range(3)] == [201] * 3
+
+
+def test_a_game_that_ended_no_longer_loads_the_engines(
+        make: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lone quick player's game took 47% of the worker and ended: the rematch was refused
+    ("would bring its engines to 93%"), as if that game still ran beside the new one. Only
+    the games still live count now; a live one's share still does."""
+    s = make(agent=ENGINE, games_per_minute=0, games_per_client=0, engine_load=0.7,
+             games_per_worker=2)
+    _loaded(s, monkeypatch, busy=0.47, wait=0.0, games=1, by_game={"wended": 0.47})
+    first = s.post()
+    assert first.status_code == 201, first.text
+    live = first.json()["game"]
+    _loaded(s, monkeypatch, busy=0.47, wait=0.0, games=1, by_game={live: 0.47})
+    r = s.post(peer="10.0.5.1")  # that one runs: 0.47 + 0.47 x 2 (it and this one) > 0.7
+    assert r.status_code == 503 and "would bring its engines to 141%" in r.json()["error"]
+
+
+def test_a_level_that_does_no_work_is_never_refused_for_load(
+        make: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ladder's level 1 (a random mover) on a busy server: admitted, and not counted
+    against the engine games that follow; level 5 (a search) is refused."""
+    s = make(agent="caligo:level=1", games_per_minute=0, games_per_client=0, engine_load=0.7,
+             games_per_worker=1)
+    _loaded(s, monkeypatch, busy=0.9, wait=0.0)
+    body = {"color": "white", "tc": "none", "strength": "level=1"}
+    assert [s.post(body=body, peer=f"10.0.6.{i}").status_code for i in range(3)] == [201] * 3
+    r = s.post(body={**body, "strength": "level=5"}, peer="10.0.6.9")
+    assert r.status_code == 503 and "engines were busy 90%" in r.json()["error"]
+    _loaded(s, monkeypatch, busy=0.0, wait=0.0)  # the three level-1 games counted for nothing
+    assert s.post(body={**body, "strength": "level=5"}, peer="10.0.6.9").status_code == 201
