@@ -17,6 +17,7 @@ from typing import Any
 from caligo.agents.base import COLOR_NAMES, TimeControl
 from caligo.agents.ladder import LEVELS, level
 from caligo.play.session import GameSession, SessionConfig
+from caligo.play.storage import RUNNING
 from caligo.play.workers import make_workers
 from caligo.web.admission import UNKNOWN_CLIENT, RateLimiter
 from caligo.web.config import (
@@ -43,7 +44,7 @@ from caligo.web.errors import (
     SeatError,
     ServerBusyError,
 )
-from caligo.web.live import LiveGame
+from caligo.web.live import LiveGame, flag_delay_s
 from caligo.web.schemas import ColorChoice, GameRequest, short
 from caligo.web.store import WebGameMeta, WebStore
 
@@ -73,11 +74,45 @@ class GameHub:
         self._resume = asyncio.Lock()
         self._admitted: collections.deque[float] = collections.deque()
         """When the recent games were admitted (`engine_full`)."""
+        self._wakes: dict[str, asyncio.TimerHandle] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
 
     def forget(self, live: LiveGame) -> None:
         """Drop a finished game from memory (it stays in the store)."""
         if self.live.get(live.game_id) is live:
             del self.live[live.game_id]
+
+    def call_later(self, delay_s: float, callback: Callable[[], None]) -> asyncio.TimerHandle:
+        """Schedule a wake (`wake_later`) on the event loop (tests replace it to run wakes when
+        they choose, on an injected clock)."""
+        return asyncio.get_running_loop().call_later(delay_s, callback)
+
+    def wake_later(self, game_id: str, delay_s: float) -> None:
+        """Bring the unloaded game `game_id` back after `delay_s` seconds, when its mover's
+        time runs out, unless a seat brings it back first: its flag then falls (or its first
+        move's window aborts it) on time, whether anybody watches or not."""
+        self._cancel_wake(game_id)
+
+        def wake() -> None:
+            self._wakes.pop(game_id, None)
+            task = asyncio.get_running_loop().create_task(self._wake(game_id))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+        self._wakes[game_id] = self.call_later(delay_s, wake)
+
+    def _cancel_wake(self, game_id: str) -> None:
+        handle = self._wakes.pop(game_id, None)
+        if handle is not None:
+            handle.cancel()
+
+    async def _wake(self, game_id: str) -> None:
+        if game_id in self.live:
+            return  # a seat brought it back: its own flag timer runs
+        try:
+            await self.get(game_id)  # resumed with the time it spent: its flag falls now
+        except Exception:  # a wake must never take the server down
+            log.exception("game %s could not be woken for its flag", game_id)
 
     def engine_for(self, request: GameRequest) -> tuple[str, TimeControl]:
         """The agent spec and the strength a game of `request` is played with: the server's
@@ -240,6 +275,7 @@ class GameHub:
                 spent = self.store.resume(game_id, session.ply, self.boot, self.now())
                 session.begin_turn(spent)
             live = LiveGame(self, session, meta)
+            self._cancel_wake(game_id)  # its own flag timer takes over
             if not session.is_over():
                 self.live[game_id] = live
                 log.info("game %s resumed at ply %d", game_id, session.ply)
@@ -302,8 +338,25 @@ class GameHub:
             log.info("game %s unloaded (idle)", live.game_id)
 
     async def start(self) -> None:
-        """Start the engine workers (each warms its engine before it serves)."""
+        """Start the engine workers (each warms its engine before it serves), and the clocks
+        of the timed games left running by the last server run (`wake_stored`)."""
         await self.workers.start()
+        self.wake_stored()
+
+    def wake_stored(self) -> None:
+        """Run again the clocks of the stored games still running (left by an earlier server
+        run, or a crash): each mover's time runs from now, and the game is woken when it runs
+        out (`wake_later`), so an abandoned game ends without its player coming back."""
+        for row in self.store.games.games(status=RUNNING, limit=1 << 30):
+            if row.id in self.live or self.store.meta(row.id) is None:
+                continue
+            session = self.store.games.load_session(row.id, now=self.now)
+            if session.is_over():
+                continue
+            session.begin_turn(self.store.carry_over(row.id, session.ply, self.boot, self.now()))
+            delay = flag_delay_s(session)
+            if delay is not None:
+                self.wake_later(row.id, delay)
 
     async def close(self) -> None:
         """Stop timers, the workers (their games stay running in the store, with the time
@@ -311,6 +364,8 @@ class GameHub:
         for live in list(self.live.values()):
             await live.unload()
         self.live.clear()
+        for game_id in list(self._wakes):
+            self._cancel_wake(game_id)
         self.store.stop_boot(self.boot, self.now())
         await self.workers.close()
         self.store.close()

@@ -63,6 +63,20 @@ _OFF_BOARD = frozenset(
 """Endings that happen during a turn, not by a move on the board."""
 
 
+def flag_delay_s(session: GameSession) -> float | None:
+    """Seconds until the side to move of `session` runs out of time (its clock, or the
+    first-move window that aborts the game), with the session's margin; None when no clock
+    runs (untimed, or over)."""
+    mover = session.to_move
+    if mover is None or session.config.time_controls[mover].kind is not TcKind.CLOCK:
+        return None
+    if session.first_move_pending(mover):  # aborted if the first move does not come
+        left = session.config.first_move_timeout_ms[mover] - session.turn_elapsed_ms()
+    else:
+        left = session.clock_ms(mover) or 0
+    return max(0.0, left + session.config.timemargin_ms) / 1000.0 + 0.02
+
+
 class LiveGame:
     """One game between a browser seat and an engine seat (see the module docstring)."""
 
@@ -185,13 +199,17 @@ class LiveGame:
     async def unload(self) -> None:
         """Stop the flag timer (the game stays as stored, with the time already spent on the
         running turn, charged when it resumes; its engine stays with its worker, which drops it
-        when it needs room: then it replays the transcript)."""
+        when it needs room: then it replays the transcript). A timed game is woken by the hub
+        when its mover's time runs out (`GameHub.wake_later`), so it ends on time unwatched."""
         self.unloaded = True
         session = self.session
         if not session.is_over() and session.to_move is not None:
             hub = self.hub
             hub.store.pause(self.game_id, session.ply, session.turn_elapsed_ms(), hub.boot,
                             hub.now())
+            delay = flag_delay_s(session)
+            if delay is not None:  # it still ends on time, watched or not
+                hub.wake_later(self.game_id, delay)
         if self._flag is not None:
             self._flag.cancel()
             self._flag = None
@@ -254,14 +272,9 @@ class LiveGame:
         if self._flag is not None:
             self._flag.cancel()
             self._flag = None
-        mover = self.session.to_move
-        if mover is None or self.session.config.time_controls[mover].kind is not TcKind.CLOCK:
+        delay = flag_delay_s(self.session)
+        if delay is None:
             return
-        if self.session.first_move_pending(mover):  # aborted if the first move does not come
-            left = self.session.config.first_move_timeout_ms[mover] - self.session.turn_elapsed_ms()
-        else:
-            left = self.session.clock_ms(mover) or 0
-        delay = max(0.0, left + self.session.config.timemargin_ms) / 1000.0 + 0.02
         loop = asyncio.get_running_loop()
         self._flag = loop.call_later(delay, lambda: self._spawn(self._check_flag()))
 

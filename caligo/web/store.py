@@ -100,6 +100,23 @@ class WebStore:
             spent += max(0.0, (now - float(row[3])) * 1000.0)
         return spent
 
+    def carry_over(self, game_id: str, ply: int, boot: str, now: float) -> float:
+        """At the start of server `boot` (its monotonic time `now`): the milliseconds game
+        `game_id` (at `ply` plies) had spent on its running turn, and the game paused by
+        `boot` from `now`, so its mover's clock runs again from this start (the downtime
+        before was free); a turn no pause recorded (a crash) starts afresh."""
+        with self._lock, self._db:
+            row = self._db.execute(
+                "SELECT ply, spent_ms FROM web_paused WHERE id = ?", (game_id,)
+            ).fetchone()
+            spent = float(row[1]) if row is not None and row[0] == ply else 0.0
+            self._db.execute(
+                "INSERT OR REPLACE INTO web_paused (id, ply, spent_ms, boot, at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (game_id, ply, spent, boot, now),
+            )
+        return spent
+
     def stop_boot(self, boot: str, now: float) -> None:
         """Server `boot` stops at its monotonic time `now`: charge the games it unloaded with
         the time until now (their clocks ran while it served); the downtime after is free."""

@@ -3,7 +3,8 @@
 Before, a player could reset their own clock in a timed game by disconnecting and getting the
 game unloaded (other players' new games make room), then reconnecting: 47.9 s left became
 60.0 s. Now the unload stores the running turn's elapsed time and the resume charges it, plus
-the time since the unload while the same server ran; a restart's downtime stays free.
+the time since the unload while the same server ran; a restart's downtime stays free. A game
+nobody comes back to still ends on time: the hub wakes it when its mover's time runs out.
 
 Every clock here is injected (`create_app(..., now=clock)`, the sessions' `now`), never wall
 time. Expected values: the time control's arithmetic, initial time minus the seconds the test
@@ -13,14 +14,17 @@ rule, docs/web.md), and 30 s for a first move (`WebConfig.first_move_ms`).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from caligo.web import WebConfig, create_app
 from caligo.web.guard import GuardConfig
+from caligo.web.hub import GameHub
 
 TEST_HOST = GuardConfig(allowed_hosts=("testserver",))
 
@@ -106,6 +110,8 @@ def test_the_first_move_countdown_survives_an_unload(tmp_path: Path) -> None:
 
 
 def test_a_restart_charges_the_time_spent_but_not_the_downtime(tmp_path: Path) -> None:
+    """The time each player spent before the stop stays spent, the downtime is free, and the
+    clocks run again from the new start (else a game nobody comes back to never ends)."""
     db = tmp_path / "g.sqlite"
     first = FakeClock(1000.0)
     with client(db, first) as c:
@@ -117,10 +123,10 @@ def test_a_restart_charges_the_time_spent_but_not_the_downtime(tmp_path: Path) -
         to_own_clocked_turn(c, running)
         first.advance(7.0)  # both players think 7 more seconds, then the server stops
     second = FakeClock(5.0)  # another process: its monotonic clock has another origin
-    with client(db, second) as c:
-        second.advance(600.0)  # downtime, and time before the players come back: free
-        assert clocks_now(c, unloaded)["white"] == 60_000 - 12_100 - 3_000 - 7_000
-        assert clocks_now(c, running)["white"] == 60_000 - 7_000
+    with client(db, second) as c:  # the downtime was free; from this start the clocks run
+        second.advance(2.0)  # the players come back 2 s after the server did
+        assert clocks_now(c, unloaded)["white"] == 60_000 - 12_100 - 3_000 - 7_000 - 2_000
+        assert clocks_now(c, running)["white"] == 60_000 - 7_000 - 2_000
 
 
 def test_a_resumed_game_whose_time_ran_out_while_unloaded_is_lost_on_time(
@@ -138,3 +144,79 @@ def test_a_resumed_game_whose_time_ran_out_while_unloaded_is_lost_on_time(
                 f = recv(ws)
     assert f["end"] == {"result": "0-1", "termination": "time forfeit", "winner": "black"}
     assert f["clocks"]["white"] == 0
+
+
+class Wakes:
+    """`GameHub.call_later` recorded instead of scheduled: the test runs a wake when it likes."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[float, Any]] = []
+
+    def __call__(self, delay_s: float, callback: Any) -> Any:
+        self.calls.append((delay_s, callback))
+        return asyncio.get_running_loop().call_later(3600.0, lambda: None)  # cancellable
+
+    def run(self, c: TestClient, game: dict[str, str], index: int = -1) -> None:
+        """Fire wake `index` on the app's loop and wait until the game it brings back is over
+        (its flag timer, armed at resume, fires on the loop)."""
+        hub = c.app.state.hub  # type: ignore[attr-defined]
+
+        async def fire() -> None:
+            self.calls[index][1]()
+            await asyncio.gather(*list(hub._tasks))
+            for _ in range(1000):  # a bound for a broken flag, not a measurement
+                if game["game"] not in hub.live:
+                    return
+                await asyncio.sleep(0.01)
+
+        c.portal.call(fire)  # type: ignore[union-attr]
+
+
+def status(c: TestClient, game: dict[str, str]) -> dict[str, Any]:
+    """The game's row in the list of finished games (KeyError while it runs)."""
+    rows = {g["id"]: g for g in c.get("/api/games").json()}
+    return rows[game["game"]]  # type: ignore[no-any-return]
+
+
+def test_an_unloaded_game_whose_time_runs_out_ends_unwatched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The player closed the page on their own move and the game was unloaded: it used to stay
+    "running" until its seat came back. The unload schedules a wake at the mover's time (60 s
+    and the 250 ms lag grace, plus 20 ms), which flags it with nobody connected."""
+    wakes = Wakes()
+    monkeypatch.setattr(GameHub, "call_later", lambda hub, delay, callback: wakes(delay, callback))
+    clock = FakeClock(1000.0)
+    with client(tmp_path / "g.sqlite", clock) as c:
+        game = new_game(c)
+        to_own_clocked_turn(c, game)
+        clock.advance(12.0)
+        new_game(c, tc="none")  # unloads it
+        assert [round(d, 3) for d, _ in wakes.calls] == [round(60.27 - 12.0, 3)]
+        clock.advance(48.3)
+        wakes.run(c, game)
+        row = status(c, game)
+        assert (row["result"], row["termination"]) == ("0-1", "time forfeit")
+        assert c.get(f"/api/games/{game['game']}").status_code == 200  # no longer "running"
+
+
+def test_a_game_left_running_by_a_stopped_server_ends_on_time_after_the_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After a restart nobody reconnects: the new server wakes the game when the time its
+    mover had left at the stop has run out from the new start."""
+    wakes = Wakes()
+    monkeypatch.setattr(GameHub, "call_later", lambda hub, delay, callback: wakes(delay, callback))
+    db = tmp_path / "g.sqlite"
+    first = FakeClock(1000.0)
+    with client(db, first) as c:
+        game = new_game(c)
+        to_own_clocked_turn(c, game)
+        first.advance(20.0)
+    second = FakeClock(5.0)
+    with client(db, second) as c:
+        assert [round(d, 3) for d, _ in wakes.calls[-1:]] == [round(60.27 - 20.0, 3)]
+        second.advance(40.3)
+        wakes.run(c, game)
+        row = status(c, game)
+        assert (row["result"], row["termination"]) == ("0-1", "time forfeit")
