@@ -448,6 +448,13 @@ def test_a_game_survives_a_server_restart(browser: Any, server: Server, artifact
     assert before["status"] == "playing"
     server.stop(kill=True)  # no shutdown hook runs: only what each ply committed survives
     wait_until(page, "document.querySelector('#status').textContent.includes('reconnect')")
+    # a move while disconnected: it used to stay on the board, "Caligo is thinking…"
+    shown = dom_pieces(page, "board")
+    player.move(before, player.choose(before))
+    wait_until(page, "document.querySelector('#toast').textContent.includes('nothing was sent')")
+    assert dom_pieces(page, "board") == shown  # the piece went back
+    assert page.evaluate("live.pending") is False
+    page.screenshot(path=str(artifacts / "move-while-disconnected.png"))
     server.start()  # the same port and database
     wait_until(
         page,

@@ -422,15 +422,23 @@ class LiveGame {
   }
 
   move(uci) {
-    this.send({ type: "move", uci, ply: this.state.ply });
+    if (!this.send({ type: "move", uci, ply: this.state.ply })) {
+      this.onState(this.state);  // put the piece back: the server never saw the move
+      this.setStatus("Not connected: your move was not sent. Reconnecting…", "warn");
+      return;
+    }
     this.setStatus("Caligo is thinking…", "thinking");
     this.pending = true;
     this.board.set({ premovable: true });  // the next move may be queued already
   }
 
-  send(msg) {
-    if (this.ws && this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(msg));
-    else this.toast("Not connected: the move was not sent.");
+  send(msg) {  // true if it went out
+    if (this.ws && this.ws.readyState === WebSocket.OPEN) {
+      this.ws.send(JSON.stringify(msg));
+      return true;
+    }
+    this.toast("Not connected: nothing was sent. Reconnecting…");
+    return false;
   }
 
   setPremove(uci) {
