@@ -161,6 +161,8 @@ class ClientMessage:
 
 
 _UCI_RE = re.compile(r"^[a-h][1-8][a-h][1-8][nbrq]?$")
+_FIELDS = frozenset({"type"})
+_MOVE_FIELDS = frozenset({"type", "uci", "ply"})
 
 
 def parse_client_message(text: Any, max_bytes: int) -> ClientMessage:
@@ -180,6 +182,11 @@ def parse_client_message(text: Any, max_bytes: int) -> ClientMessage:
         kind = ClientKind(data["type"])
     except ValueError:
         raise BadRequestError(f"unknown message type {data['type']!r}", "bad_type") from None
+    allowed = _MOVE_FIELDS if kind is ClientKind.MOVE else _FIELDS
+    extra = sorted(str(k) for k in data if k not in allowed)
+    if extra:  # e.g. a "game" field: a frame is for its socket's game, never another one
+        raise BadRequestError(f"unknown field(s) in a {kind.value!r} message: "
+                              f"{short(extra)}", "bad_frame")
     if kind is not ClientKind.MOVE:
         return ClientMessage(kind)
     uci = data.get("uci")

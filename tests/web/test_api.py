@@ -221,6 +221,11 @@ def test_bad_frames_get_an_error_and_change_nothing(tmp_path: Path) -> None:
                 ('{"type": "move", "uci": "e2e5"}', "illegal_move"),
                 ('{"type": "move", "uci": "e7e5"}', "illegal_move"),
                 (json.dumps({"type": "move", "uci": legal[0], "ply": 7}), "stale"),
+                # another game's id, or any field a frame does not have: it was ignored and
+                # the move played in this socket's game
+                (json.dumps({"type": "move", "uci": "e2e4", "ply": 0, "game": "wdead"}),
+                 "bad_frame"),
+                ('{"type": "resign", "really": true}', "bad_frame"),
                 (json.dumps({"type": "move", "uci": "a2a3", "pad": "x" * 5000}), "too_large"),
                 (b"\x00\x01binary", "bad_frame"),
             ]
