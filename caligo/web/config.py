@@ -12,6 +12,8 @@ from caligo.agents.ladder import level as ladder_level
 from caligo.play.workers import WorkerError, parse_workers
 from caligo.web.errors import WebConfigError
 
+MIN_INITIAL_MS = 1000
+"""The shortest clock a game may start with: a sub-second one cannot be played over a network."""
 MAX_INITIAL_MS = 3 * 3600 * 1000
 MAX_INCREMENT_MS = 60 * 1000
 MAX_MOVETIME_MS = 60 * 1000

@@ -21,6 +21,7 @@ from caligo.web.config import (
     MAX_INITIAL_MS,
     MAX_ITERATIONS,
     MAX_MOVETIME_MS,
+    MIN_INITIAL_MS,
 )
 from caligo.web.errors import BadRequestError
 
@@ -96,14 +97,18 @@ class GameRequest:
     @classmethod
     def from_json(cls, data: Any) -> GameRequest:
         """Parse a `GameRequestBody` and check its time control (a clock or none, within
-        `MAX_INITIAL_MS` and `MAX_INCREMENT_MS`) and strength (a move time or an iteration
-        count, within `MAX_MOVETIME_MS` and `MAX_ITERATIONS`, or a level of the ladder)."""
+        `MIN_INITIAL_MS`, `MAX_INITIAL_MS` and `MAX_INCREMENT_MS`) and strength (a move time
+        or an iteration count, within `MAX_MOVETIME_MS` and `MAX_ITERATIONS`, or a level of
+        the ladder)."""
         body = validate_body(GameRequestBody, data, "a game request")
         tc = _parse_tc(body.tc, "time control")
         if tc.kind not in (TcKind.NONE, TcKind.CLOCK):
             raise BadRequestError(f"a game's time control is a clock or none, got {str(tc)!r}")
         if tc.initial_ms > MAX_INITIAL_MS or tc.increment_ms > MAX_INCREMENT_MS:
             raise BadRequestError(f"time control too long: {str(tc)!r}")
+        if tc.kind is TcKind.CLOCK and tc.initial_ms < MIN_INITIAL_MS:
+            raise BadRequestError(f"time control too short: {str(tc)!r} (a clock starts with "
+                                  f"at least {MIN_INITIAL_MS // 1000} s)")
         if body.strength is None:
             return cls(ColorChoice(body.color), tc)
         if body.strength.startswith("level="):
@@ -129,8 +134,8 @@ def _parse_level(text: str) -> int:
 def _parse_tc(text: str, what: str) -> TimeControl:
     try:
         return TimeControl.parse(text)
-    except ValueError as exc:
-        raise BadRequestError(f"invalid {what}: {exc}") from None
+    except ValueError as exc:  # it says "invalid time control: ..." itself
+        raise BadRequestError(f"{what}: {exc}") from None
 
 
 def short(value: Any, limit: int = 80) -> str:

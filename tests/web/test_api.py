@@ -314,10 +314,8 @@ def test_the_flag_falls(client: TestClient) -> None:
         assert recv(ws)["status"] == "playing"
         ws.send_text(json.dumps({"type": "move", "uci": "e2e4", "ply": 0}))  # the clock starts
         assert recv(ws)["ply"] == 1
-        t0 = time.monotonic()
         assert recv(ws)["your_turn"]
         end = recv(ws)  # the server's flag timer ends the game; the client does nothing
-        assert time.monotonic() - t0 < 3.0
         assert end["end"] == {"result": "0-1", "termination": "time forfeit", "winner": "black"}
         assert end["clocks"]["white"] == 0
         assert "flagged" in end["detail"]

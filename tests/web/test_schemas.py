@@ -47,6 +47,8 @@ def test_a_full_game_request() -> None:
         ("white", ["JSON object", "'white'"]),
         ({"tc": "mt=1"}, ["clock or none", "mt=1"]),
         ({"strength": "none"}, ["mt=SECONDS or iters=N", "'none'"]),
+        ({"tc": "0.001+0"}, ["too short", "at least 1 s"]),  # a 1 ms clock was accepted
+        ({"tc": "0.5+5"}, ["too short"]),
     ],
 )
 def test_a_bad_game_request_names_the_field_and_quotes_the_value(data: Any,
@@ -55,6 +57,14 @@ def test_a_bad_game_request_names_the_field_and_quotes_the_value(data: Any,
         GameRequest.from_json(data)
     for word in words:
         assert word in str(info.value), (data, str(info.value))
+
+
+def test_a_bad_time_control_is_named_once() -> None:
+    """The message said "invalid time control: invalid time control: ..."."""
+    with pytest.raises(BadRequestError) as info:
+        GameRequest.from_json({"tc": "0+0"})
+    assert str(info.value).count("invalid time control") == 1 and "'0+0'" in str(info.value)
+    assert GameRequest.from_json({"tc": "1+0"}).time_control.initial_ms == 1000  # the shortest
 
 
 def test_a_rematch_body_takes_any_seat_value_and_nothing_else() -> None:
