@@ -40,8 +40,10 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp
 
 from caligo.play.workers import WorkerStats
@@ -60,6 +62,7 @@ from caligo.web.errors import (
 from caligo.web.guard import GuardConfig, GuardMiddleware
 from caligo.web.hub import GameHub
 from caligo.web.routes import games, page, seat
+from caligo.web.schemas import short
 
 log = logging.getLogger(__name__)
 
@@ -86,13 +89,35 @@ async def web_error(request: Request, exc: Exception) -> JSONResponse:
     """A refusal as JSON, `{"error": message, "code": tag}` (and `retry_after` with its
     header when the client should wait)."""
     assert isinstance(exc, WebError)
-    code = getattr(exc, "code", type(exc).__name__)
-    body: dict[str, Any] = {"error": str(exc), "code": code}
+    body: dict[str, Any] = {"error": str(exc), "code": exc.code}
     headers = {}
     if isinstance(exc, RefusedError) and exc.retry_after is not None:
         body["retry_after"] = exc.retry_after
         headers["Retry-After"] = str(exc.retry_after)
     return JSONResponse(body, status_code=_status(exc), headers=headers)
+
+
+async def http_error(request: Request, exc: Exception) -> JSONResponse:
+    """Starlette's own refusals (an unknown path, a wrong method) in the same shape as ours."""
+    assert isinstance(exc, StarletteHTTPException)
+    codes = {404: "not_found", 405: "method_not_allowed"}
+    message = {404: f"no such page or API: {short(request.url.path)}",
+               405: f"{request.method} is not allowed on {short(request.url.path)}"}
+    return JSONResponse(
+        {"error": message.get(exc.status_code, str(exc.detail)),
+         "code": codes.get(exc.status_code, "bad_request")},
+        status_code=exc.status_code, headers=getattr(exc, "headers", None))
+
+
+async def validation_error(request: Request, exc: Exception) -> JSONResponse:
+    """A query parameter FastAPI could not read (`?limit=abc`): 400 naming it, as ours."""
+    assert isinstance(exc, RequestValidationError)
+    first = exc.errors()[0] if exc.errors() else {}
+    field = ".".join(str(p) for p in first.get("loc", ()) if p != "query")
+    return JSONResponse(
+        {"error": f"invalid {field or 'request'} {short(first.get('input'))}: "
+                  f"{first.get('msg', 'malformed')}", "code": "bad_request"},
+        status_code=400)
 
 
 class CaligoApp(FastAPI):
@@ -135,6 +160,8 @@ def create_app(
     app = CaligoApp(title="Caligo: Fog of War chess", lifespan=lifespan, **docs)  # type: ignore[arg-type]
     app.guard_config = limits
     app.add_exception_handler(WebError, web_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
     for module in (page, games, seat):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=page.STATIC), name="static")

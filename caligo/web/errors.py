@@ -6,11 +6,16 @@ from caligo.errors import CaligoError
 
 
 class WebError(CaligoError):
-    """Base class of web-layer errors."""
+    """Base class of web-layer errors; `code` is the short tag a client receives with the
+    message (`{"error": ..., "code": ...}`)."""
+
+    code = "bad_request"
 
 
 class WebConfigError(WebError, ValueError):
     """An invalid server setting (`WebConfig`); the message quotes it."""
+
+    code = "bad_config"
 
 
 class BadRequestError(WebError, ValueError):
@@ -27,17 +32,25 @@ class BadRequestError(WebError, ValueError):
 class SeatError(WebError, PermissionError):
     """A missing, unknown or foreign seat token: the client gets nothing of the game."""
 
+    code = "forbidden"
+
 
 class NotFoundError(WebError, LookupError):
-    """No such resource (a game, a piece image)."""
+    """No such resource (a game, a piece image, a path)."""
+
+    code = "not_found"
 
 
 class GameNotFoundError(NotFoundError):
     """No game with the requested id."""
 
+    code = "no_such_game"
+
 
 class GameRunningError(WebError):
     """A reveal request for a game that has not ended yet."""
+
+    code = "game_running"
 
 
 class RefusedError(WebError):

@@ -95,8 +95,26 @@ def test_a_wrong_type_in_a_rematch_request_is_a_4xx(client: TestClient, value: A
      "/pieces/" + "w" * 1000 + ".svg", "/static/..%2F..%2Fapp.py", "/static/%00"],
 )
 def test_malformed_query_strings_and_paths_are_4xx(client: TestClient, path: str) -> None:
+    """Each a 4xx in the server's one error shape, `{"error", "code"}` (unknown paths and
+    unreadable query values gave FastAPI's `{"detail": ...}`)."""
     r = client.get(path)
     assert 400 <= r.status_code < 500, (path, r.status_code, r.text[:200])
+    if r.headers.get("content-type", "").startswith("application/json"):
+        body = r.json()
+        assert set(body) >= {"error", "code"} and "detail" not in body, (path, body)
+        assert body["code"].islower() and " " not in body["code"], body  # a tag, not a class
+
+
+@pytest.mark.parametrize(("query", "status"), [
+    ("limit=0", 400), ("limit=-1", 400), ("limit=1001", 400), ("limit=1000", 200),
+    ("limit=abc", 400),
+])
+def test_the_game_list_limit_is_checked(client: TestClient, query: str, status: int) -> None:
+    """`limit=-1` listed games as if no limit had been given; out of 1 to 1,000 is a 400."""
+    r = client.get(f"/api/games?{query}")
+    assert r.status_code == status, r.text[:200]
+    if status == 400:
+        assert r.json()["code"] == "bad_request" and "limit" in r.json()["error"]
 
 
 # --- properties --------------------------------------------------------------------------------

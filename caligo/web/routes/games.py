@@ -18,6 +18,9 @@ from caligo.web.reveal import finished_row, game_summary, reveal_payload, transc
 from caligo.web.routes.deps import Client, Hub, NewGameRequest, Rematch
 from caligo.web.schemas import GameRequestBody, RematchBody
 
+MAX_LIST = 1000
+"""The most games `GET /api/games` lists at once."""
+
 router = APIRouter(prefix="/api/games")
 
 
@@ -54,8 +57,10 @@ async def rematch(game_id: str, body: Rematch, hub: Hub, client: Client) -> dict
 
 @router.get("")
 async def games(hub: Hub, limit: int = 100) -> list[dict[str, Any]]:
-    """Finished games, newest first (at most 1,000)."""
-    rows = hub.store.games.games(status="finished", limit=max(1, min(limit, 1000)))
+    """Finished games, newest first (`limit`: 1 to 1,000)."""
+    if not 1 <= limit <= MAX_LIST:
+        raise BadRequestError(f"invalid limit {limit}: 1 to {MAX_LIST} games")
+    rows = hub.store.games.games(status="finished", limit=limit)
     return [game_summary(r) for r in rows]
 
 
