@@ -474,6 +474,34 @@ def test_a_game_survives_a_server_restart(browser: Any, server: Server, artifact
     page.context.close()
 
 
+def test_the_lobby_offers_every_game_still_running(
+        browser: Any, server: Server, artifacts: Path) -> None:
+    """The lobby remembered only the last game started, below the fold: an earlier game that
+    still ran could not be found again. Now each running game has its button above Play,
+    newest first, and one that ended is forgotten."""
+    page = new_page(browser)
+    start_game(page, server.url, "white", "none")
+    first = page.evaluate("live.id")
+    start_game(page, server.url, "black", "none")
+    wait_until(page, f"live && live.id !== '{first}'")
+    page.goto(server.url)
+    wait_until(page, "document.querySelectorAll('#resume button').length === 2")
+    labels = page.eval_on_selector_all("#resume button", "els => els.map(e => e.textContent)")
+    assert "as Black against" in labels[0] and "as White against" in labels[1], labels
+    assert page.locator("#resume").bounding_box()["y"] < page.locator("#start").bounding_box()["y"]
+    page.screenshot(path=str(artifacts / "lobby-running-games.png"))
+    page.click("#resume button >> nth=1")
+    wait_until(page, f"live && live.id === '{first}' && live.state && live.state.your_turn")
+    page.click("#resign")
+    page.click("#resign")  # a second click confirms
+    wait_until(page, "live.state.status === 'over'")
+    page.goto(server.url)
+    wait_until(page, "document.querySelectorAll('#resume button').length === 1")
+    assert "as Black against" in page.text_content("#resume button")
+    assert page.errors == []
+    page.context.close()
+
+
 def test_bad_input_on_the_real_server(server: Server) -> None:
     """uvicorn's own limit (64 KiB) closes the socket with 1009; smaller junk gets an error
     frame; neither changes the game, and the server goes on serving."""

@@ -27,9 +27,28 @@ const seats = {
     all[id] = token;
     localStorage.setItem("caligo.seats", JSON.stringify(all));
     localStorage.setItem("caligo.current", id);
+    this.keepOpen([{ id, label: "" }, ...this.open().filter((g) => g.id !== id)]);
   },
   current() { return localStorage.getItem("caligo.current"); },
-  done(id) { if (this.current() === id) localStorage.removeItem("caligo.current"); },
+  // the games this browser started and has not seen end, newest first: {id, label}
+  open() {
+    let list = [];
+    try { list = JSON.parse(localStorage.getItem("caligo.open") || "[]"); } catch (e) { list = []; }
+    if (!Array.isArray(list)) list = [];
+    const cur = this.current();
+    if (cur && !list.some((g) => g.id === cur)) list.unshift({ id: cur, label: "" });
+    return list.filter((g) => g && typeof g.id === "string");
+  },
+  keepOpen(list) { localStorage.setItem("caligo.open", JSON.stringify(list.slice(0, 20))); },
+  label(id, text) {
+    const list = this.open();
+    const g = list.find((x) => x.id === id);
+    if (g && g.label !== text) { g.label = text; this.keepOpen(list); }
+  },
+  done(id) {
+    if (this.current() === id) localStorage.removeItem("caligo.current");
+    this.keepOpen(this.open().filter((g) => g.id !== id));
+  },
 };
 
 // --- small helpers ---------------------------------------------------------------------------
@@ -272,6 +291,25 @@ function gamesTable(box, games) {
   box.append(table);
 }
 
+// Every game this browser started that is still being played, each with its own button (the
+// server says which still run: 409 from the reveal; one that ended meanwhile is forgotten).
+async function showOpenGames() {
+  const box = $("resume");
+  const still = [];
+  for (const g of seats.open().slice(0, 5)) {
+    let status = 0;
+    try { status = (await fetch("/api/games/" + encodeURIComponent(g.id), { method: "GET" })).status; } catch (e) { status = 409; }
+    if (status === 409) still.push(g);
+    else if (status === 200 || status === 404) seats.done(g.id);
+  }
+  box.replaceChildren(...still.map((g) => {
+    const b = el("button", { type: "button", class: "secondary", text: "Resume your game" + (g.label ? " " + g.label : "") });
+    b.onclick = () => { location.hash = "#/game/" + g.id; };
+    return b;
+  }));
+  box.hidden = !still.length;
+}
+
 async function openLobby() {
   show("lobby");
   try {
@@ -290,9 +328,7 @@ async function openLobby() {
   strengthNote();
   for (const b of $("color-choices").children) b.classList.toggle("on", b.dataset.color === choice.color);
   $("engine-note").textContent = info.about || "";
-  const current = seats.current();
-  $("resume").hidden = !current;
-  if (current) $("resume-btn").onclick = () => { location.hash = "#/game/" + current; };
+  showOpenGames();
   $("lobby-error").hidden = true;
   const games = await (await fetch("/api/games?limit=8")).json();
   gamesTable($("lobby-games"), games);
@@ -491,6 +527,7 @@ class LiveGame {
     this.recvAt = performance.now();
     const over = f.status === "over";
     if (over) this.premove = null;
+    else seats.label(this.id, "as " + cap(f.color) + " against " + f.opponent + ", " + tcLabel(f.tc));
     const v = f.view;
     const hint = v.hints.own_last_move;
     if (!this.reveal) {  // after the end, the revealed game stays on the board
