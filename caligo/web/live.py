@@ -188,8 +188,14 @@ class LiveGame:
     # --- driving the session -----------------------------------------------------------------
 
     async def start(self) -> None:
-        """Bring the game to life (new or resumed): broadcast, then engine or timer."""
+        """Bring the game to life (new or resumed): broadcast, then engine or timer. A resumed
+        game whose mover's time ran out while it was unloaded ends first, so no frame shows
+        it still being played with a clock at zero."""
         async with self.lock:
+            if not self.session.is_over():
+                before = self._snapshot()
+                if self.session.check_flag() is not None:
+                    self._settle(before)
             await self._after_change()
 
     def idle(self) -> bool:
