@@ -14,10 +14,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from caligo.agents.base import COLOR_NAMES, TimeControl
+from caligo.agents.base import COLOR_NAMES, TcKind, TimeControl
 from caligo.agents.ladder import LEVELS, level
 from caligo.play.session import GameSession, SessionConfig
-from caligo.play.storage import RUNNING
+from caligo.play.storage import RUNNING, GameRow
 from caligo.play.workers import make_workers
 from caligo.web.admission import UNKNOWN_CLIENT, RateLimiter
 from caligo.web.config import (
@@ -76,6 +76,7 @@ class GameHub:
         """When the recent games were admitted (`engine_full`)."""
         self._wakes: dict[str, asyncio.TimerHandle] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._closing = False
 
     def forget(self, live: LiveGame) -> None:
         """Drop a finished game from memory (it stays in the store)."""
@@ -95,9 +96,7 @@ class GameHub:
 
         def wake() -> None:
             self._wakes.pop(game_id, None)
-            task = asyncio.get_running_loop().create_task(self._wake(game_id))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._spawn(self._wake(game_id))
 
         self._wakes[game_id] = self.call_later(delay_s, wake)
 
@@ -107,8 +106,8 @@ class GameHub:
             handle.cancel()
 
     async def _wake(self, game_id: str) -> None:
-        if game_id in self.live:
-            return  # a seat brought it back: its own flag timer runs
+        if game_id in self.live or self._closing:
+            return  # a seat brought it back (its own flag timer runs), or the server stops
         try:
             await self.get(game_id)  # resumed with the time it spent: its flag falls now
         except Exception:  # a wake must never take the server down
@@ -338,29 +337,58 @@ class GameHub:
             log.info("game %s unloaded (idle)", live.game_id)
 
     async def start(self) -> None:
-        """Start the engine workers (each warms its engine before it serves), and the clocks
-        of the timed games left running by the last server run (`wake_stored`)."""
+        """Start the engine workers (each warms its engine before it serves), and, in the
+        background, the clocks of the timed games left running by the last server run
+        (`wake_stored`)."""
         await self.workers.start()
-        self.wake_stored()
+        self._spawn(self.wake_stored())
 
-    def wake_stored(self) -> None:
-        """Run again the clocks of the stored games still running (left by an earlier server
-        run, or a crash): each mover's time runs from now, and the game is woken when it runs
-        out (`wake_later`), so an abandoned game ends without its player coming back."""
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def wake_stored(self) -> None:
+        """Run again the clocks of the stored timed games still running (left by an earlier
+        server run, or a crash), one game at a time between requests: on the player's turn,
+        their time runs from now and the game is woken when it runs out (`wake_later`), so an
+        abandoned game ends without its player coming back; on the engine's turn, the game is
+        brought back now and the engine moves (its clock as it was at the stop). A game that
+        cannot be replayed is logged and left as it is."""
         for row in self.store.games.games(status=RUNNING, limit=1 << 30):
-            if row.id in self.live or self.store.meta(row.id) is None:
-                continue
-            session = self.store.games.load_session(row.id, now=self.now)
-            if session.is_over():
-                continue
-            session.begin_turn(self.store.carry_over(row.id, session.ply, self.boot, self.now()))
-            delay = flag_delay_s(session)
-            if delay is not None:
-                self.wake_later(row.id, delay)
+            if self._closing:
+                return
+            await asyncio.sleep(0)
+            try:
+                self._wake_stored(row)
+            except Exception:  # one damaged game must stop neither the others nor the server
+                log.exception("game %s: its clock could not be restarted", row.id)
+
+    def _wake_stored(self, row: GameRow) -> None:
+        timed = any(TimeControl.parse(tc).kind is TcKind.CLOCK for tc in row.tc.split(" / "))
+        meta = self.store.meta(row.id)
+        if not timed or meta is None or row.id in self.live or row.id in self._wakes:
+            return  # untimed: nothing to end on time
+        session = self.store.games.load_session(row.id, now=self.now)
+        if session.is_over():
+            return
+        if session.to_move != meta.human:
+            self.wake_later(row.id, 0.0)
+            return
+        session.begin_turn(self.store.carry_over(row.id, session.ply, self.boot, self.now()))
+        delay = flag_delay_s(session)
+        if delay is not None:
+            self.wake_later(row.id, delay)
 
     async def close(self) -> None:
         """Stop timers, the workers (their games stay running in the store, with the time
         their movers spent until now) and the store."""
+        self._closing = True
+        for task in list(self._tasks):  # a wake under way: its game stays as stored
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=10)
         for live in list(self.live.values()):
             await live.unload()
         self.live.clear()

@@ -214,8 +214,8 @@ class LiveGame:
             hub.store.pause(self.game_id, session.ply, session.turn_elapsed_ms(), hub.boot,
                             hub.now())
             delay = flag_delay_s(session)
-            if delay is not None:  # it still ends on time, watched or not
-                hub.wake_later(self.game_id, delay)
+            if delay is not None:  # it still ends on time, watched or not; an engine to move
+                hub.wake_later(self.game_id, delay if session.to_move == self.human else 0.0)
         if self._flag is not None:
             self._flag.cancel()
             self._flag = None
@@ -267,6 +267,10 @@ class LiveGame:
             if task is not None and task is not asyncio.current_task():
                 await asyncio.wait([task])
         messages = self.session.project(self.engine, self._engine_sent)
+        if self._engine_sent < 0:  # resumed and ended before its engine was asked anything:
+            # only the goodbye (its worker drops the engine if it still holds it), not a new
+            # engine replaying the whole game to hear it
+            messages = [m for m in messages if isinstance(m, GameOver)]
         self._engine_sent = self.session.ply
         try:
             await self.hub.workers.submit(

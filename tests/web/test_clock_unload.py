@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,16 @@ def clocks_now(c: TestClient, game: dict[str, str]) -> dict[str, Any]:
     return f["clocks"]  # type: ignore[no-any-return]
 
 
+def started(c: TestClient) -> None:
+    """Wait for what the server starts in the background (`GameHub.wake_stored`)."""
+    hub = c.app.state.hub  # type: ignore[attr-defined]
+
+    async def settle() -> None:
+        await asyncio.gather(*list(hub._tasks))
+
+    c.portal.call(settle)  # type: ignore[union-attr]
+
+
 def test_unloading_a_game_does_not_give_its_mover_time_back(tmp_path: Path) -> None:
     clock = FakeClock(1000.0)
     with client(tmp_path / "g.sqlite", clock) as c:
@@ -124,6 +135,7 @@ def test_a_restart_charges_the_time_spent_but_not_the_downtime(tmp_path: Path) -
         first.advance(7.0)  # both players think 7 more seconds, then the server stops
     second = FakeClock(5.0)  # another process: its monotonic clock has another origin
     with client(db, second) as c:  # the downtime was free; from this start the clocks run
+        started(c)
         second.advance(2.0)  # the players come back 2 s after the server did
         assert clocks_now(c, unloaded)["white"] == 60_000 - 12_100 - 3_000 - 7_000 - 2_000
         assert clocks_now(c, running)["white"] == 60_000 - 7_000 - 2_000
@@ -193,7 +205,22 @@ def test_an_unloaded_game_whose_time_runs_out_ends_unwatched(
         new_game(c, tc="none")  # unloads it
         assert [round(d, 3) for d, _ in wakes.calls] == [round(60.27 - 12.0, 3)]
         clock.advance(48.3)
+        hub = c.app.state.hub  # type: ignore[attr-defined]
+        jobs: list[Any] = []
+        submit = hub.workers.submit
+
+        async def recorded(job: Any, limit_s: float) -> Any:
+            jobs.append(job)
+            return await submit(job, limit_s)
+
+        monkeypatch.setattr(hub.workers, "submit", recorded)
         wakes.run(c, game)
+        for _ in range(1000):  # the goodbye goes out after the game is over
+            if jobs:
+                break
+            c.portal.call(asyncio.sleep, 0.01)  # type: ignore[union-attr]
+        # only `gameover`: a new engine replaying the whole game just to hear it, before
+        assert [type(m).__name__ for j in jobs for m in j.messages] == ["GameOver"]
         row = status(c, game)
         assert (row["result"], row["termination"]) == ("0-1", "time forfeit")
         assert c.get(f"/api/games/{game['game']}").status_code == 200  # no longer "running"
@@ -214,8 +241,72 @@ def test_a_game_left_running_by_a_stopped_server_ends_on_time_after_the_restart(
         first.advance(20.0)
     second = FakeClock(5.0)
     with client(db, second) as c:
+        started(c)
         assert [round(d, 3) for d, _ in wakes.calls[-1:]] == [round(60.27 - 20.0, 3)]
         second.advance(40.3)
         wakes.run(c, game)
         row = status(c, game)
         assert (row["result"], row["termination"]) == ("0-1", "time forfeit")
+
+
+def test_a_game_stopped_on_the_engine_s_turn_resumes_at_once_without_charging_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Stopped while the engine thought its first move (a slow test engine): the restart
+    brings it back at once (a wake of 0 s) and the engine moves. Its time did not run while
+    nobody drove it: 100 s after the restart, past its first-move window (60 s), it was
+    aborted before."""
+    from tests.web.helpers import register_test_agents
+
+    register_test_agents()
+    wakes = Wakes()
+    monkeypatch.setattr(GameHub, "call_later", lambda hub, delay, callback: wakes(delay, callback))
+    db = tmp_path / "g.sqlite"
+    config = WebConfig(db=str(db), agent="test-sleepy:delay=1", seed=5, games_per_minute=0,
+                       games_per_client=0)
+    with TestClient(create_app(config, TEST_HOST, now=FakeClock(1000.0))) as c:
+        game = new_game(c, color="black")  # the engine, White, thinks; the server stops
+    second = FakeClock(5.0)
+    with TestClient(create_app(config, TEST_HOST, now=second)) as c:
+        hub = c.app.state.hub  # type: ignore[attr-defined]
+
+        started(c)
+        assert wakes.calls[-1][0] == 0.0  # (the stop cancelled the first server's own wakes)
+        second.advance(100.0)
+
+        async def fire() -> None:
+            wakes.calls[-1][1]()
+            await asyncio.gather(*list(hub._tasks))
+
+        c.portal.call(fire)  # type: ignore[union-attr]
+        with c.websocket_connect(url(game)) as ws:
+            f = recv(ws)
+            while not f["your_turn"]:
+                f = recv(ws)
+    assert f["status"] == "playing" and f["ply"] == 1
+    assert f["clocks"]["white"] == 60_000  # the first move is free, and it came in time
+
+
+def test_a_damaged_stored_game_neither_stops_the_restart_nor_the_other_games(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """One running game whose stored plies no longer replay (a move edited to e2e5): the
+    restart logs it and still wakes the others; it stopped the server's start before."""
+    wakes = Wakes()
+    monkeypatch.setattr(GameHub, "call_later", lambda hub, delay, callback: wakes(delay, callback))
+    db = tmp_path / "g.sqlite"
+    first = FakeClock(1000.0)
+    config = WebConfig(db=str(db), agent="random", seed=5, games_per_minute=0,
+                       games_per_client=0)
+    with TestClient(create_app(config, TEST_HOST, now=first)) as c:
+        damaged, sound = new_game(c), new_game(c)
+        for game in (damaged, sound):
+            to_own_clocked_turn(c, game)
+    with sqlite3.connect(db) as con:
+        con.execute("UPDATE plies SET move_uci = 'e2e5' WHERE game_id = ? AND ply = 1",
+                    (damaged["game"],))
+    with TestClient(create_app(config, TEST_HOST, now=FakeClock(5.0))) as c:
+        started(c)
+        assert c.get("/api/info").status_code == 200  # the server serves
+    assert len(wakes.calls) - 2 == 1  # the sound game's (after the first server's two)
+    assert any(damaged["game"] in r.getMessage() for r in caplog.records)
