@@ -181,9 +181,10 @@ def _solve_input(args: argparse.Namespace) -> tuple[Any, float, Any]:
 
             saved = load_strategy(args.load)
             if args.game is not None:
-                from caligo.core.games import normalize_spec
+                from caligo.core.games import game_definition
 
-                if normalize_spec(args.game) != saved.tree.name:
+                # the game's own name, as the tree has it (random_game orders its parameters)
+                if game_definition(args.game).name != saved.tree.name:
                     raise ValueError(f"{str(args.load)!r} holds a strategy for "
                                      f"{saved.tree.name!r}, not {args.game!r}")
             return saved.tree, 0.0, saved

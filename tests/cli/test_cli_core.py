@@ -129,6 +129,14 @@ def test_save_and_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert status == 0 and json.loads(out)["nash_conv"] == saved["nash_conv"]
     status, _, err = _run(["solve", "kuhn_poker", "--load", str(path)], capsys)
     assert status == 2 and "leduc_poker" in err
+    # a random game named with its parameters in another order, or a default spelt out
+    rg = tmp_path / "rg.npz"
+    assert _run(["solve", "random_game(seed=3,max_depth=5)", "--iters", "5", "--save", str(rg),
+                 "--json", "--no-value"], capsys)[0] == 0
+    for spec in ("random_game(max_depth=5,seed=3)", "random_game(seed=3,max_depth=5,alphabet=2)"):
+        status, _, err = _run(["solve", spec, "--load", str(rg), "--iters", "0", "--json",
+                               "--no-value"], capsys)
+        assert status == 0, err
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"not a zip file")
     status, _, err = _run(["solve", "--load", str(bad)], capsys)
