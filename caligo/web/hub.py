@@ -44,7 +44,7 @@ from caligo.web.errors import (
     SeatError,
     ServerBusyError,
 )
-from caligo.web.live import LiveGame, flag_delay_s
+from caligo.web.live import LiveGame, flag_delay_s, spawn
 from caligo.web.schemas import ColorChoice, GameRequest, short
 from caligo.web.store import WebGameMeta, WebStore
 
@@ -344,10 +344,7 @@ class GameHub:
         self._spawn(self.wake_stored())
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
+        return spawn(self._tasks, coro)
 
     async def wake_stored(self) -> None:
         """Run again the clocks of the stored timed games still running (left by an earlier

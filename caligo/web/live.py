@@ -63,6 +63,15 @@ _OFF_BOARD = frozenset(
 """Endings that happen during a turn, not by a move on the board."""
 
 
+def spawn(tasks: set[asyncio.Task[Any]], coro: Any) -> asyncio.Task[Any]:
+    """Run `coro` as a task on the running loop, held in `tasks` (which an owner cancels at
+    its close) until it is done."""
+    task = asyncio.get_running_loop().create_task(coro)
+    tasks.add(task)
+    task.add_done_callback(tasks.discard)
+    return task
+
+
 def flag_delay_s(session: GameSession) -> float | None:
     """Seconds until the side to move of `session` runs out of time (its clock, or the
     first-move window that aborts the game), with the session's margin; None when no clock
@@ -243,10 +252,7 @@ class LiveGame:
         self._arm_flag()
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
+        return spawn(self._tasks, coro)
 
     async def _finish(self) -> None:
         if self._flag is not None:
