@@ -146,7 +146,8 @@ def probe_ray_address(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> None:
     if address in ("auto", "local"):
         return
     host, _, port = address.removeprefix("ray://").rpartition(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+    if not host or not (port.isascii() and port.isdigit() and len(port) <= 5) or not (
+            0 < int(port) < 65536):
         raise MatchConfigError(f"Ray address {address!r}: expected host:port, ray://host:port, "
                                "auto or local")
     try:

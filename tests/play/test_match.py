@@ -246,7 +246,7 @@ def test_a_ray_address_that_does_not_answer_is_refused_at_once() -> None:
         port = closed.getsockname()[1]
     with pytest.raises(MatchConfigError, match=f"'127.0.0.1:{port}' does not answer"):
         probe_ray_address(f"127.0.0.1:{port}")
-    for bad in ("nohost", "host:", "host:99999", ":6379"):
+    for bad in ("nohost", "host:", "host:99999", ":6379", "host:" + "9" * 5000, "host:６３７９"):
         with pytest.raises(MatchConfigError, match="expected host:port"):
             probe_ray_address(bad)
     probe_ray_address("auto")  # left to Ray

@@ -41,8 +41,9 @@ def test_an_unreachable_cluster_is_an_error_before_ray_retries(
     naming the address, not Ray's two minutes of retries (a closed port refuses at once)."""
     from caligo.cli import main
 
-    if ray.is_initialized():  # it runs before the tests that start `local_ray`
-        pytest.skip("a Ray instance of this process is up: the backend would join it")
+    # it runs before the tests that start `local_ray` (file order): with an instance up, the
+    # backend would join it and never use the address
+    assert not ray.is_initialized(), "a Ray instance is up: run this test before `local_ray`'s"
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
